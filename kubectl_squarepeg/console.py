@@ -1,0 +1,46 @@
+"""squarepeg's own messages on stderr: one line each, prefixed `squarepeg:`.
+
+Owns the stderr lock, so lines written from the log, watch and sweep threads never
+interleave, and the quiet switch. Container output never passes through here: it goes to
+stdout as raw bytes (see logs.py).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import TextIO
+
+PREFIX = "squarepeg: "
+
+
+class Console:
+    """Writes squarepeg's messages; status lines are dropped when quiet."""
+
+    def __init__(self, stream: TextIO | None = None, quiet: bool = False) -> None:
+        self._stream = stream
+        self.quiet = quiet
+        self._lock = threading.Lock()
+
+    def _write(self, text: str) -> None:
+        stream = self._stream if self._stream is not None else sys.stderr
+        line = PREFIX + " ".join(text.split()) + "\n"
+        with self._lock:
+            try:
+                stream.write(line)
+                stream.flush()
+            except (OSError, ValueError):
+                pass  # stderr closed: nothing useful left to do with the message
+
+    def status(self, text: str) -> None:
+        """Progress and information; suppressed by --quiet."""
+        if not self.quiet:
+            self._write(text)
+
+    def warn(self, text: str) -> None:
+        """Something the user should know even when quiet."""
+        self._write("warning: " + text)
+
+    def error(self, text: str) -> None:
+        """The run's failure, always shown."""
+        self._write("error: " + text)

@@ -1,0 +1,264 @@
+"""The one door to processes: every child squarepeg starts is a `kubectl` started here.
+
+Owns the sh wrapper (with the settings library-notes.md says sh needs to be safe), the
+arguments that point kubectl at the user's cluster (`--context`, `--kubeconfig`,
+`--namespace`), and the registry of running children, so that every exit path can end them.
+Children run in their own session: the terminal's Ctrl-C reaches squarepeg only, and
+squarepeg decides what happens to its children.
+
+Never builds a shell command line, never puts a manifest in argv (it goes on stdin), and
+never decides what a kubectl failure means to the user: callers turn a `Result` into a
+typed error. `sh` is imported on first use, because importing it costs about 0.1 s.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubectl_squarepeg.errors import ClusterError, KubectlMissing
+
+KUBECTL = "kubectl"
+# kubectl's own exit codes are small; a negative one is sh's way of saying "killed by signal".
+_ANY_EXIT_CODE = list(range(-64, 256))
+_TERMINATE_GRACE_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where kubectl talks to: the user's context, kubeconfig file and namespace."""
+
+    context: str | None = None
+    kubeconfig: str | None = None
+    namespace: str | None = None
+
+    def global_args(self, *, namespaced: bool = True) -> list[str]:
+        args: list[str] = []
+        if self.kubeconfig:
+            args.append(f"--kubeconfig={self.kubeconfig}")
+        if self.context:
+            args.append(f"--context={self.context}")
+        if namespaced and self.namespace:
+            args.append(f"--namespace={self.namespace}")
+        return args
+
+
+@dataclass(frozen=True)
+class Result:
+    """A finished kubectl call."""
+
+    argv: tuple[str, ...]
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+    @property
+    def error_text(self) -> str:
+        """kubectl's complaint, without its `error: ` prefix, on one line."""
+        lines = [ln.strip() for ln in self.stderr.decode("utf-8", "replace").splitlines()]
+        lines = [ln for ln in lines if ln]
+        text = " ".join(lines) if lines else f"kubectl exited with code {self.exit_code}"
+        return text.removeprefix("error: ").removeprefix("Error from server ")
+
+
+def _sh() -> Any:
+    import sh
+
+    return sh
+
+
+def _kubectl_path() -> str:
+    path = shutil.which(KUBECTL)
+    if path is None:
+        raise KubectlMissing(
+            "kubectl was not found on PATH",
+            "install kubectl (https://kubernetes.io/docs/tasks/tools/) and make sure "
+            "`kubectl version --client` works",
+        )
+    return path
+
+
+class Child:
+    """A running kubectl in its own session, registered until it has been reaped."""
+
+    def __init__(self, argv: tuple[str, ...], running: Any, stderr: bytearray) -> None:
+        self.argv = argv
+        self._running = running
+        self._stderr = stderr
+        self.pid: int = running.pid
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """The exit code, or None if still running after `timeout` seconds."""
+        sh = _sh()
+        try:
+            self._running.wait(timeout=timeout)
+        except sh.TimeoutException:
+            return None
+        except sh.ErrorReturnCode:
+            pass
+        _unregister(self)
+        return int(self._running.exit_code)
+
+    def is_alive(self) -> bool:
+        return bool(self._running.is_alive())
+
+    @property
+    def stderr(self) -> bytes:
+        return bytes(self._stderr)
+
+    def terminate(self, grace: float = _TERMINATE_GRACE_SECONDS) -> None:
+        """End the child's whole process group: SIGTERM, a bounded wait, then SIGKILL."""
+        for sig, wait_for in ((signal.SIGTERM, grace), (signal.SIGKILL, grace)):
+            if not self.is_alive():
+                break
+            try:
+                os.killpg(self.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                break
+            if self.wait(timeout=wait_for) is not None:
+                break
+        self.wait(timeout=grace)
+        _unregister(self)
+
+
+_children: set[Child] = set()
+_children_lock = threading.Lock()
+
+
+def _register(child: Child) -> None:
+    with _children_lock:
+        _children.add(child)
+
+
+def _unregister(child: Child) -> None:
+    with _children_lock:
+        _children.discard(child)
+
+
+def running_children() -> list[Child]:
+    with _children_lock:
+        return list(_children)
+
+
+def terminate_all() -> None:
+    """End every child still running. Safe to call more than once, from any exit path."""
+    for child in running_children():
+        child.terminate()
+
+
+atexit.register(terminate_all)
+
+
+def _guarded(callback: Callable[[bytes], None], failures: list[BaseException]) -> Any:
+    # sh swallows exceptions raised in an output callback and the child then blocks on a full
+    # pipe; keep the first failure for the caller and stop reading.
+    def wrapper(chunk: bytes) -> bool | None:
+        if failures:
+            return True
+        try:
+            callback(chunk)
+        except BaseException as exc:
+            failures.append(exc)
+            return True
+        return None
+
+    return wrapper
+
+
+def start(
+    args: Sequence[str],
+    target: Target | None = None,
+    *,
+    stdin: bytes = b"",
+    on_stdout: Callable[[bytes], None] | None = None,
+    out_bufsize: int = 65536,
+    namespaced: bool = True,
+) -> Child:
+    """Start `kubectl [target args] ARGS` in the background, in its own session.
+
+    With `on_stdout`, every chunk of stdout is handed to it as bytes (on sh's reader thread,
+    so it must lock shared state) and nothing is kept; otherwise stdout is kept for `.wait`.
+    """
+    sh = _sh()
+    target_args = target.global_args(namespaced=namespaced) if target else []
+    argv = (*target_args, *args)
+    stderr = bytearray()
+    options: dict[str, Any] = {
+        "_bg": True,
+        "_bg_exc": False,
+        "_new_session": True,
+        "_return_cmd": True,
+        "_tty_out": False,
+        "_in": stdin,
+        "_ok_code": _ANY_EXIT_CODE,
+        "_env": dict(os.environ),
+        "_err": stderr.extend,
+    }
+    if on_stdout is not None:
+        options["_out"] = on_stdout
+        options["_out_bufsize"] = out_bufsize
+        options["_no_out"] = True
+    try:
+        running = sh.Command(_kubectl_path())(*argv, **options)
+    except sh.CommandNotFound as exc:  # pragma: no cover - _kubectl_path checked already
+        raise KubectlMissing("kubectl was not found on PATH", "install kubectl") from exc
+    child = Child(tuple(argv), running, stderr)
+    _register(child)
+    return child
+
+
+def run(
+    args: Sequence[str],
+    target: Target | None = None,
+    *,
+    stdin: bytes = b"",
+    timeout: float | None = None,
+    namespaced: bool = True,
+) -> Result:
+    """Run `kubectl [target args] ARGS` to the end and return what it printed.
+
+    The main thread waits in short slices, so signal handlers stay responsive while a
+    foreground kubectl call is in progress.
+    """
+    child = start(args, target, stdin=stdin, namespaced=namespaced)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        slice_seconds = 0.2 if deadline is None else min(0.2, deadline - time.monotonic())
+        if slice_seconds <= 0:
+            child.terminate()
+            raise ClusterError(
+                f"kubectl {' '.join(args[:2])} did not answer within {timeout:g}s",
+                "check that the cluster is reachable (`kubectl cluster-info`)",
+            )
+        code = child.wait(timeout=slice_seconds)
+        if code is not None:
+            break
+    return Result(child.argv, code, bytes(child._running.stdout or b""), child.stderr)
+
+
+def run_local(args: Sequence[str], target: Target | None = None) -> Result:
+    """Run a kubectl command that only reads local files (`kubectl config ...`).
+
+    Uses subprocess rather than sh: `--dry-run` must stay within twice the cost of one
+    `kubectl config view`, and importing sh alone costs more than that command.
+    """
+    argv = (*(target.global_args(namespaced=False) if target else []), *args)
+    completed = subprocess.run(
+        [_kubectl_path(), *argv],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=False,
+    )
+    return Result(tuple(argv), completed.returncode, completed.stdout, completed.stderr)
