@@ -73,7 +73,7 @@ class Result:
         return text.removeprefix("error: ").removeprefix("Error from server ")
 
 
-def _sh() -> Any:
+def _sh() -> Any:  # the sh module, imported on first use
     import sh
 
     return sh
@@ -93,30 +93,50 @@ def _kubectl_path() -> str:
 class Child:
     """A running kubectl in its own session, registered until it has been reaped."""
 
-    def __init__(self, argv: tuple[str, ...], running: Any, stderr: bytearray) -> None:
+    def __init__(
+        self, argv: tuple[str, ...], running: Any, stderr: bytearray, sink: _ByteSink | None
+    ) -> None:
         self.argv = argv
         self._running = running
         self._stderr = stderr
+        self._sink = sink
         self.pid: int = running.pid
+        self.exit_code: int | None = None
+        self._done = threading.Event()
+        # sh notices a background child's end only by polling (every 0.1 s to 1 s); a
+        # blocking waitpid on a thread of our own reaps it at once and also joins sh's
+        # reader threads, so all output has been delivered when `_done` is set.
+        threading.Thread(target=self._reap, name=f"reap-{self.pid}", daemon=True).start()
+
+    def _reap(self) -> None:
+        try:
+            self.exit_code = int(self._running.process.wait())
+        finally:
+            _unregister(self)
+            self._done.set()
 
     def wait(self, timeout: float | None = None) -> int | None:
         """The exit code, or None if still running after `timeout` seconds."""
-        sh = _sh()
-        try:
-            self._running.wait(timeout=timeout)
-        except sh.TimeoutException:
+        if not self._done.wait(timeout):
             return None
-        except sh.ErrorReturnCode:
-            pass
-        _unregister(self)
-        return int(self._running.exit_code)
+        return self.exit_code
 
     def is_alive(self) -> bool:
-        return bool(self._running.is_alive())
+        return not self._done.is_set()
 
     @property
     def stderr(self) -> bytes:
         return bytes(self._stderr)
+
+    @property
+    def stdout(self) -> bytes:
+        """What the child printed, when it was started without `on_stdout`."""
+        return bytes(self._running.process.stdout or b"")
+
+    @property
+    def callback_failure(self) -> BaseException | None:
+        """The exception the `on_stdout` callback raised, if it raised one."""
+        return self._sink.failure if self._sink is not None else None
 
     def terminate(self, grace: float = _TERMINATE_GRACE_SECONDS) -> None:
         """End the child's whole process group: SIGTERM, a bounded wait, then SIGKILL."""
@@ -161,20 +181,26 @@ def terminate_all() -> None:
 atexit.register(terminate_all)
 
 
-def _guarded(callback: Callable[[bytes], None], failures: list[BaseException]) -> Any:
-    # sh swallows exceptions raised in an output callback and the child then blocks on a full
-    # pipe; keep the first failure for the caller and stop reading.
-    def wrapper(chunk: bytes) -> bool | None:
-        if failures:
-            return True
-        try:
-            callback(chunk)
-        except BaseException as exc:
-            failures.append(exc)
-            return True
-        return None
+class _ByteSink:
+    """An `_out`/`_err` target for sh that receives raw bytes.
 
-    return wrapper
+    sh decodes chunks for plain callables but hands bytes to an object with `write` and no
+    `fileno`/`encoding`. An exception in a callback would be swallowed by sh's reader thread
+    (and the child would then block on a full pipe), so the first one is kept for the
+    caller and everything after it is discarded.
+    """
+
+    def __init__(self, callback: Callable[[bytes], None]) -> None:
+        self._callback = callback
+        self.failure: BaseException | None = None
+
+    def write(self, chunk: bytes) -> None:
+        if self.failure is not None:
+            return
+        try:
+            self._callback(chunk)
+        except BaseException as exc:
+            self.failure = exc
 
 
 def start(
@@ -204,17 +230,19 @@ def start(
         "_in": stdin,
         "_ok_code": _ANY_EXIT_CODE,
         "_env": dict(os.environ),
-        "_err": stderr.extend,
+        "_err": _ByteSink(stderr.extend),
     }
+    sink = None
     if on_stdout is not None:
-        options["_out"] = on_stdout
+        sink = _ByteSink(on_stdout)
+        options["_out"] = sink
         options["_out_bufsize"] = out_bufsize
         options["_no_out"] = True
     try:
         running = sh.Command(_kubectl_path())(*argv, **options)
     except sh.CommandNotFound as exc:  # pragma: no cover - _kubectl_path checked already
         raise KubectlMissing("kubectl was not found on PATH", "install kubectl") from exc
-    child = Child(tuple(argv), running, stderr)
+    child = Child(tuple(argv), running, stderr, sink)
     _register(child)
     return child
 
@@ -245,7 +273,7 @@ def run(
         code = child.wait(timeout=slice_seconds)
         if code is not None:
             break
-    return Result(child.argv, code, bytes(child._running.stdout or b""), child.stderr)
+    return Result(child.argv, code, child.stdout, child.stderr)
 
 
 def run_local(args: Sequence[str], target: Target | None = None) -> Result:
