@@ -20,7 +20,9 @@ class Console:
     def __init__(self, stream: TextIO | None = None, quiet: bool = False) -> None:
         self._stream = stream
         self.quiet = quiet
-        self._lock = threading.Lock()
+        # Reentrant: a signal handler (interrupt.py) runs in the main thread and may print
+        # while that thread is itself between taking this lock and writing.
+        self._lock = threading.RLock()
 
     def _write(self, text: str) -> None:
         stream = self._stream if self._stream is not None else sys.stderr

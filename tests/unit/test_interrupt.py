@@ -1,0 +1,331 @@
+"""The two-stage handler: in-process with raised signals, and in a subprocess for the real exit."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from kubectl_squarepeg import interrupt, kubectl
+from kubectl_squarepeg.console import Console
+from kubectl_squarepeg.errors import Interrupted
+
+TARGET = kubectl.Target(context="kubesim", kubeconfig="/home/u/.kube/config", namespace="ci")
+POD = interrupt.Resource("Pod", "squarepeg-alpine-a1b2c3", TARGET)
+FIRST = (
+    "squarepeg: warning: interrupted (SIGINT): stopping, deleting pod/squarepeg-alpine-a1b2c3 "
+    "and sweeping orphans; press Ctrl-C again to leave pod/squarepeg-alpine-a1b2c3 running\n"
+)
+ABANDON = (
+    "squarepeg: warning: interrupted again: cleanup abandoned; pod/squarepeg-alpine-a1b2c3 is "
+    "left running in namespace ci\n"
+    "squarepeg: warning: inspect it: kubectl describe pod squarepeg-alpine-a1b2c3 "
+    "--kubeconfig=/home/u/.kube/config --context=kubesim --namespace=ci\n"
+    "squarepeg: warning: delete it: kubectl delete pod squarepeg-alpine-a1b2c3 "
+    "--kubeconfig=/home/u/.kube/config --context=kubesim --namespace=ci\n"
+)
+
+
+def _wait_for(condition: threading.Event, seconds: float = 2.0) -> None:
+    """Waits in the main thread, where the handler runs, until `condition` or a deadline."""
+    deadline = time.monotonic() + seconds
+    while not condition.is_set() and time.monotonic() < deadline:
+        condition.wait(0.01)
+
+
+@pytest.fixture
+def stderr() -> io.StringIO:
+    return io.StringIO()
+
+
+@pytest.fixture
+def abandoned() -> threading.Event:
+    return threading.Event()
+
+
+@pytest.fixture
+def handler(
+    stderr: io.StringIO, abandoned: threading.Event
+) -> Iterator[interrupt.TwoStageInterrupt]:
+    with interrupt.guard(POD, Console(stderr), abandon=abandoned.set) as h:
+        yield h
+
+
+def test_first_signal_raises_interrupted_and_says_a_second_leaves_it_running(
+    handler: interrupt.TwoStageInterrupt, stderr: io.StringIO
+) -> None:
+    with pytest.raises(Interrupted) as caught:
+        signal.raise_signal(signal.SIGINT)
+        _wait_for(threading.Event())
+    assert caught.value.message == "interrupted by SIGINT"
+    assert caught.value.exit_code == 130
+    assert handler.interrupted
+    assert stderr.getvalue() == FIRST
+
+
+def test_sigterm_is_a_first_stage_too(handler: interrupt.TwoStageInterrupt) -> None:
+    with pytest.raises(Interrupted, match=r"^interrupted by SIGTERM$"):
+        signal.raise_signal(signal.SIGTERM)
+        _wait_for(threading.Event())
+
+
+def test_second_signal_abandons_and_prints_the_commands_to_manage_the_resource(
+    handler: interrupt.TwoStageInterrupt, stderr: io.StringIO, abandoned: threading.Event
+) -> None:
+    with pytest.raises(Interrupted):
+        signal.raise_signal(signal.SIGINT)
+        _wait_for(threading.Event())
+    with handler.shield(raise_pending=False):  # the cleanup
+        signal.raise_signal(signal.SIGTERM)
+        _wait_for(abandoned)
+    assert abandoned.is_set()
+    assert stderr.getvalue() == FIRST + ABANDON
+
+
+def test_a_shield_defers_the_first_stage_until_it_ends(
+    handler: interrupt.TwoStageInterrupt, stderr: io.StringIO
+) -> None:
+    steps: list[str] = []
+    with pytest.raises(Interrupted):
+        with handler.shield():  # an exit-code extraction in progress
+            signal.raise_signal(signal.SIGINT)
+            _wait_for(threading.Event(), 0.1)
+            steps.append("extraction finished")
+        steps.append("not reached")
+    assert steps == ["extraction finished"]
+    assert stderr.getvalue() == FIRST
+
+
+def test_a_cleanup_shield_keeps_the_interrupt_without_raising_it(
+    handler: interrupt.TwoStageInterrupt,
+) -> None:
+    with handler.shield(raise_pending=False):
+        signal.raise_signal(signal.SIGINT)
+        _wait_for(threading.Event(), 0.1)
+    assert handler.interrupted  # the run's exit code becomes 130
+
+
+def test_nested_shields_raise_only_when_the_outermost_ends(
+    handler: interrupt.TwoStageInterrupt,
+) -> None:
+    steps: list[str] = []
+    with pytest.raises(Interrupted), handler.shield():
+        with handler.shield():
+            signal.raise_signal(signal.SIGINT)
+            _wait_for(threading.Event(), 0.05)
+        steps.append("inner ended")
+    assert steps == ["inner ended"]
+
+
+def test_an_interrupt_while_spawning_a_child_is_raised_just_after(
+    handler: interrupt.TwoStageInterrupt, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    steps: list[str] = []
+
+    def start(*args: object, **kwargs: object) -> None:  # stands in for kubectl.start
+        signal.raise_signal(signal.SIGINT)
+        _wait_for(threading.Event(), 0.02)  # bytecodes run here: the handler has been called
+        steps.append("child registered")
+
+    monkeypatch.setattr(kubectl, "start", start)
+    with pytest.raises(Interrupted):
+        kubectl.start()
+        steps.append("start returned")
+        _wait_for(threading.Event())
+    assert steps == ["child registered", "start returned"]
+
+
+def test_kept_resource_message(stderr: io.StringIO) -> None:
+    kept = interrupt.Resource("Pod", "mine", TARGET, keep=True)
+    with interrupt.guard(kept, Console(stderr)), pytest.raises(Interrupted):
+        signal.raise_signal(signal.SIGINT)
+        _wait_for(threading.Event())
+    assert stderr.getvalue() == (
+        "squarepeg: warning: interrupted (SIGINT): stopping; pod/mine is kept; "
+        "press Ctrl-C again to stop at once\n"
+    )
+
+
+def test_job_commands_cascade_and_in_cluster_commands_name_only_the_namespace() -> None:
+    job = interrupt.Resource("Job", "squarepeg-alpine-a1b2c3", TARGET)
+    assert job.ref == "job/squarepeg-alpine-a1b2c3"
+    assert job.describe_command() == (
+        "kubectl describe job squarepeg-alpine-a1b2c3 "
+        "--kubeconfig=/home/u/.kube/config --context=kubesim --namespace=ci"
+    )
+    assert job.delete_command() == (
+        "kubectl delete job squarepeg-alpine-a1b2c3 --cascade=background "
+        "--kubeconfig=/home/u/.kube/config --context=kubesim --namespace=ci"
+    )
+    temp = kubectl.Target(kubeconfig="/tmp/squarepeg-sa-x/kubeconfig", namespace="build")
+    pod = interrupt.Resource("Pod", "p", temp, in_cluster=True)
+    assert pod.delete_command() == "kubectl delete pod p --namespace=build"
+
+
+def test_shell_metacharacters_in_names_are_quoted() -> None:
+    odd = interrupt.Resource("Pod", "p", kubectl.Target(kubeconfig="/my dir/cfg", namespace="n"))
+    assert odd.describe_command() == (
+        "kubectl describe pod p '--kubeconfig=/my dir/cfg' --namespace=n"
+    )
+
+
+def test_guard_restores_the_previous_handlers(stderr: io.StringIO) -> None:
+    before = {s: signal.getsignal(s) for s in interrupt.SIGNALS}
+    with interrupt.guard(POD, Console(stderr)) as h:
+        assert all(signal.getsignal(s) == h._handle for s in interrupt.SIGNALS)
+    assert {s: signal.getsignal(s) for s in interrupt.SIGNALS} == before
+
+
+def test_install_outside_the_main_thread_does_nothing(stderr: io.StringIO) -> None:
+    results: list[bool] = []
+    h = interrupt.TwoStageInterrupt(POD, Console(stderr))
+    worker = threading.Thread(target=lambda: results.append(h.install()))
+    worker.start()
+    worker.join(5)
+    assert results == [False]
+    h.uninstall()  # harmless when never installed
+
+
+# --- a real process: exit 130, children ended -----------------------------------------
+
+PROGRAM = textwrap.dedent(
+    """
+    import sys, threading, time
+    from kubectl_squarepeg import interrupt, kubectl
+    from kubectl_squarepeg.console import Console
+    from kubectl_squarepeg.errors import Interrupted
+
+    target = kubectl.Target(context="kubesim", namespace="default")
+    resource = interrupt.Resource("Job", "squarepeg-busybox-0f0f0f", target)
+    idle = threading.Event()
+    with interrupt.guard(resource, Console()) as handler:
+        try:
+            print("running", flush=True)
+            while True:
+                idle.wait(0.05)
+        except Interrupted as exc:
+            print("cleanup:", exc.message, flush=True)
+            with handler.shield(raise_pending=False):
+                deadline = time.monotonic() + float(sys.argv[1])
+                while time.monotonic() < deadline:
+                    idle.wait(0.05)
+            print("cleaned up", flush=True)
+    sys.exit(130 if handler.interrupted else 0)
+    """
+)
+
+
+def _start(cleanup_seconds: float) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PROGRAM, str(cleanup_seconds)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "running\n"
+    return proc
+
+
+def _read_until(proc: subprocess.Popen[str], line: str) -> None:
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == line
+
+
+def test_process_first_signal_cleans_up_and_exits_130() -> None:
+    proc = _start(cleanup_seconds=0.1)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 130
+    assert out == "cleanup: interrupted by SIGTERM\ncleaned up\n"
+    assert err == (
+        "squarepeg: warning: interrupted (SIGTERM): stopping, deleting "
+        "job/squarepeg-busybox-0f0f0f and sweeping orphans; press Ctrl-C again to leave "
+        "job/squarepeg-busybox-0f0f0f running\n"
+    )
+
+
+def test_process_second_signal_abandons_the_cleanup_at_once() -> None:
+    proc = _start(cleanup_seconds=60)
+    proc.send_signal(signal.SIGINT)
+    _read_until(proc, "cleanup: interrupted by SIGINT\n")
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=10)
+    assert time.monotonic() - started < 5
+    assert proc.returncode == 130
+    assert out == ""  # "cleaned up" never printed
+    assert err.splitlines()[1:] == [
+        "squarepeg: warning: interrupted again: cleanup abandoned; "
+        "job/squarepeg-busybox-0f0f0f is left running in namespace default",
+        "squarepeg: warning: inspect it: kubectl describe job squarepeg-busybox-0f0f0f "
+        "--context=kubesim --namespace=default",
+        "squarepeg: warning: delete it: kubectl delete job squarepeg-busybox-0f0f0f "
+        "--cascade=background --context=kubesim --namespace=default",
+    ]
+
+
+ABANDON_WITH_CHILD = textwrap.dedent(
+    """
+    import sys, threading
+    from kubectl_squarepeg import interrupt, kubectl
+    from kubectl_squarepeg.console import Console
+
+    child = kubectl.start(["get", "pods", "--watch"])
+    resource = interrupt.Resource("Pod", "p", kubectl.Target(namespace="default"))
+    with interrupt.guard(resource, Console()) as handler:
+        with handler.shield(raise_pending=False):
+            print(child.pid, flush=True)
+            threading.Event().wait(60)
+    """
+)
+
+
+def test_process_abandon_ends_the_kubectl_children(tmp_path: os.PathLike[str]) -> None:
+    # A stand-in kubectl that just waits, so no cluster is needed.
+    fake = os.path.join(tmp_path, "kubectl")
+    with open(fake, "w") as f:
+        f.write("#!/bin/sh\nexec sleep 60\n")
+    os.chmod(fake, 0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ABANDON_WITH_CHILD],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None
+    child_pid = int(proc.stdout.readline())
+    assert _alive(child_pid)
+    proc.send_signal(signal.SIGINT)
+    assert proc.stderr is not None
+    assert proc.stderr.readline().startswith("squarepeg: warning: interrupted (SIGINT)")
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=10)
+    assert proc.returncode == 130
+    deadline = time.monotonic() + 5
+    while _alive(child_pid) and time.monotonic() < deadline:
+        threading.Event().wait(0.02)
+    assert not _alive(child_pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0) until whoever inherited it reaps it.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
