@@ -276,17 +276,45 @@ def run(
     return Result(child.argv, code, child.stdout, child.stderr)
 
 
-def run_local(args: Sequence[str], target: Target | None = None) -> Result:
-    """Run a kubectl command that only reads local files (`kubectl config ...`).
+class LocalChild:
+    """A local-only kubectl (see `start_local`) whose result is collected later."""
+
+    def __init__(self, argv: tuple[str, ...], process: subprocess.Popen[bytes]) -> None:
+        self.argv = argv
+        self._process = process
+
+    def result(self) -> Result:
+        """Wait for the child and return what it printed."""
+        stdout, stderr = self._process.communicate()
+        return Result(self.argv, self._process.returncode, stdout, stderr)
+
+    def terminate(self) -> None:
+        """End the child if it is still running (it would finish soon anyway)."""
+        if self._process.poll() is None:
+            self._process.kill()
+            self._process.communicate()
+
+
+def start_local(args: Sequence[str], target: Target | None = None) -> LocalChild:
+    """Start a kubectl command that only reads local files (`kubectl config ...`).
 
     Uses subprocess rather than sh: `--dry-run` must stay within twice the cost of one
-    `kubectl config view`, and importing sh alone costs more than that command.
+    `kubectl config view`, and importing sh alone costs more than that command. Starting
+    it early and collecting it later lets that command overlap squarepeg's own start-up.
     """
     argv = (*(target.global_args(namespaced=False) if target else []), *args)
-    completed = subprocess.run(
+    process = subprocess.Popen(
         [_kubectl_path(), *argv],
         stdin=subprocess.DEVNULL,
-        capture_output=True,
-        check=False,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
     )
-    return Result(tuple(argv), completed.returncode, completed.stdout, completed.stderr)
+    child = LocalChild(tuple(argv), process)
+    atexit.register(child.terminate)
+    return child
+
+
+def run_local(args: Sequence[str], target: Target | None = None) -> Result:
+    """Run a kubectl command that only reads local files, to the end (see `start_local`)."""
+    return start_local(args, target).result()
