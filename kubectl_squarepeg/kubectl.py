@@ -318,3 +318,65 @@ def start_local(args: Sequence[str], target: Target | None = None) -> LocalChild
 def run_local(args: Sequence[str], target: Target | None = None) -> Result:
     """Run a kubectl command that only reads local files, to the end (see `start_local`)."""
     return start_local(args, target).result()
+
+
+# --- verbs of a run ---------------------------------------------------------------------
+
+
+def create(target: Target, manifest: bytes, *, dry_run_server: bool = False) -> Result:
+    """`kubectl create -f -`, the manifest on stdin: the object as JSON (or dry-run YAML).
+
+    `create`, not `apply`: an object of the same name must be an AlreadyExists error, not
+    silently merged into.
+    """
+    output = ["--dry-run=server", "-o", "yaml"] if dry_run_server else ["-o", "json"]
+    return run(["create", "-f", "-", *output], target, stdin=manifest)
+
+
+def watch_pods(
+    target: Target,
+    *,
+    name: str | None = None,
+    selector: str | None = None,
+    field_selector: str | None = None,
+    on_stdout: Callable[[bytes], None],
+) -> Child:
+    """`kubectl get -w --output-watch-events -o json` of one pod by name, or by selectors.
+
+    Watch events (not bare objects) so that a deletion is seen as DELETED. By name, kubectl
+    first GETs the pod (a 404 ends it); by selector, the pod need not exist yet.
+    """
+    if name is not None:
+        what = ["pod", name]
+    else:
+        what = ["pods"]
+        if selector is not None:
+            what += ["-l", selector]
+        if field_selector is not None:
+            what += ["--field-selector", field_selector]
+    return start(
+        ["get", *what, "--watch", "--output-watch-events", "-o", "json"],
+        target,
+        on_stdout=on_stdout,
+    )
+
+
+def events_for(target: Target, name: str) -> Result:
+    """The events about the object `name` (a pod), as a JSON list."""
+    return run(
+        ["get", "events", "--field-selector", f"involvedObject.name={name}", "-o", "json"],
+        target,
+    )
+
+
+def delete(target: Target, kind: str, name: str) -> Result:
+    """Delete without waiting and without minding a 404; a Job takes its pods with it."""
+    cascade = ["--cascade=background"] if kind.lower() == "job" else []
+    return run(
+        ["delete", kind.lower(), name, "--wait=false", "--ignore-not-found", *cascade], target
+    )
+
+
+def logs(target: Target, pod: str, container: str) -> Result:
+    """The whole log of a container, at once."""
+    return run(["logs", pod, "-c", container], target)

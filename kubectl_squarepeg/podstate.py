@@ -1,0 +1,275 @@
+"""Pure reading of Pod and Job JSON: where a run stands and what its exit code is.
+
+Owns the meaning of a status: the phase, the seven fail-fast waiting reasons, the main
+container's status (found by its name, never by its position: passthrough config or a
+mutating webhook may add sidecars), its exit code, and the cases where the container never
+terminated on its own (evicted, deleted, node lost), which are squarepeg's 125 rather than
+a code the container chose. Also the timestamps the orphan sweep judges age by.
+
+Does no I/O and imports nothing of the package: every function takes the dicts kubectl
+printed and returns plain values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+MAIN = "main"
+RUNNER_FAILED = 125
+OOM_EXIT_CODE = 137
+
+# The waiting reasons after which a container will not start without a change from the
+# user (lifecycle spec, step 4); the kubelet keeps retrying them forever.
+FAIL_FAST_REASONS = frozenset(
+    {
+        "ImagePullBackOff",
+        "ErrImagePull",
+        "InvalidImageName",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "RunContainerError",
+        "CrashLoopBackOff",
+    }
+)
+# Reasons a kubelet writes into a terminated state that it made up itself, because the
+# container's real end was never observed (an evicted pod, a lost node).
+_UNOBSERVED_END_REASONS = frozenset({"ContainerStatusUnknown"})
+# Waiting reasons that only mean "the kubelet is getting there".
+_PROGRESS_REASONS = frozenset({"ContainerCreating", "PodInitializing"})
+
+_EMPTY: Mapping[str, Any] = {}
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else _EMPTY
+
+
+def parse_time(value: Any) -> datetime | None:
+    """An RFC 3339 timestamp as Kubernetes writes it ("2026-12-02T19:00:00Z"), or None."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return _map(obj.get("status"))
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return _map(obj.get("metadata"))
+
+
+def name(obj: Mapping[str, Any]) -> str:
+    return str(_meta(obj).get("name") or "")
+
+
+def uid(obj: Mapping[str, Any]) -> str:
+    return str(_meta(obj).get("uid") or "")
+
+
+def phase(pod: Mapping[str, Any]) -> str:
+    """The pod's phase ("Pending", "Running", ...), or "" before the API has set one."""
+    return str(_status(pod).get("phase") or "")
+
+
+def is_deleting(obj: Mapping[str, Any]) -> bool:
+    return bool(_meta(obj).get("deletionTimestamp"))
+
+
+def _container_statuses(pod: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    status = _status(pod)
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for item in status.get(key) or ():
+            if isinstance(item, Mapping):
+                yield item
+
+
+def container_status(pod: Mapping[str, Any], container: str = MAIN) -> Mapping[str, Any] | None:
+    """The status of the container named `container`, wherever it is in the list."""
+    for item in _map(pod.get("status")).get("containerStatuses") or ():
+        if isinstance(item, Mapping) and item.get("name") == container:
+            return item
+    return None
+
+
+def _state(status: Mapping[str, Any] | None, which: str) -> Mapping[str, Any] | None:
+    if status is None:
+        return None
+    state = _map(status.get("state")).get(which)
+    return state if isinstance(state, Mapping) else None
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A container stuck on a fail-fast reason."""
+
+    container: str
+    reason: str
+    message: str
+
+
+def fail_fast(pod: Mapping[str, Any]) -> Waiting | None:
+    """The first container (init containers included) waiting on a fail-fast reason.
+
+    Any container counts, not only main: a sidecar that cannot pull keeps the pod from
+    ever running, just as main would.
+    """
+    for status in _container_statuses(pod):
+        waiting = _state(status, "waiting")
+        if waiting and waiting.get("reason") in FAIL_FAST_REASONS:
+            return Waiting(
+                str(status.get("name") or ""),
+                str(waiting["reason"]),
+                str(waiting.get("message") or ""),
+            )
+    return None
+
+
+def fail_fast_reason(pod: Mapping[str, Any]) -> str | None:
+    """Just the reason of `fail_fast`, for the orphan sweep's "stuck" category."""
+    found = fail_fast(pod)
+    return found.reason if found else None
+
+
+def _condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    for cond in _status(obj).get("conditions") or ():
+        if isinstance(cond, Mapping) and cond.get("type") == kind:
+            return cond
+    return None
+
+
+def blocked_reason(pod: Mapping[str, Any]) -> str | None:
+    """Why a Pending pod is not getting anywhere by itself, if the status says so.
+
+    Unschedulable (PodScheduled=False), or scheduled with main still waiting on the kubelet
+    (ContainerCreating: a volume that does not mount shows up only as events). Such a pod
+    is not a failure: it may still start within --timeout, so this only asks for events.
+    """
+    if phase(pod) not in ("Pending", ""):
+        return None
+    scheduled = _condition(pod, "PodScheduled")
+    if scheduled is not None and scheduled.get("status") == "False":
+        return str(scheduled.get("reason") or "Unschedulable")
+    waiting = _state(container_status(pod), "waiting")
+    if waiting and waiting.get("reason") in _PROGRESS_REASONS:
+        return str(waiting["reason"])
+    return None
+
+
+def pending_summary(pod: Mapping[str, Any]) -> str:
+    """What a pod is waiting for, in a few words, for the startup timeout message."""
+    scheduled = _condition(pod, "PodScheduled")
+    if scheduled is not None and scheduled.get("status") == "False":
+        detail = str(scheduled.get("message") or scheduled.get("reason") or "")
+        return f"not scheduled: {detail}" if detail else "not scheduled"
+    waiting = _state(container_status(pod), "waiting")
+    if waiting:
+        reason = str(waiting.get("reason") or "waiting")
+        message = str(waiting.get("message") or "")
+        return f"{reason}: {message}" if message else reason
+    return f"phase {phase(pod) or 'unknown'}"
+
+
+def has_started(pod: Mapping[str, Any], container: str = MAIN) -> bool:
+    """Startup is over: the container is running, or already terminated, or the pod ended."""
+    status = container_status(pod, container)
+    if _state(status, "running") is not None or _state(status, "terminated") is not None:
+        return True
+    return phase(pod) in ("Succeeded", "Failed")
+
+
+def has_finished(pod: Mapping[str, Any], container: str = MAIN) -> bool:
+    """The run is over: main terminated (a sidecar may keep the pod running), or the pod ended.
+
+    restartPolicy is Never, so a terminated main container will not come back.
+    """
+    return _state(container_status(pod, container), "terminated") is not None or phase(pod) in (
+        "Succeeded",
+        "Failed",
+    )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The exit code squarepeg reports, and the line to print on stderr, if any."""
+
+    exit_code: int
+    message: str | None = None
+    # False when the code is squarepeg's 125 (the container never ended on its own).
+    from_container: bool = True
+
+
+def outcome(pod: Mapping[str, Any], container: str = MAIN) -> Outcome:
+    """The exit code of a finished pod's main container (lifecycle spec, step 6)."""
+    pod_name = name(pod)
+    status = _status(pod)
+    if status.get("reason") == "Evicted":
+        detail = str(status.get("message") or "evicted by the kubelet")
+        return Outcome(RUNNER_FAILED, f"pod {pod_name} was evicted: {detail}", False)
+    if is_deleting(pod):
+        # Outcomes are read before squarepeg's own delete: someone else deleted it, and a
+        # code from the SIGTERM that followed is not one the container chose.
+        return deleted_outcome(pod_name)
+    terminated = _state(container_status(pod, container), "terminated")
+    if terminated is None:
+        return Outcome(
+            RUNNER_FAILED,
+            f"container {container} of pod {pod_name} never terminated "
+            f"(pod phase {phase(pod) or 'unknown'})",
+            False,
+        )
+    reason = str(terminated.get("reason") or "")
+    if reason in _UNOBSERVED_END_REASONS:
+        detail = str(terminated.get("message") or reason)
+        return Outcome(
+            RUNNER_FAILED,
+            f"container {container} of pod {pod_name} was lost before it finished: {detail}",
+            False,
+        )
+    code = terminated.get("exitCode")
+    if not isinstance(code, int) or isinstance(code, bool):
+        return Outcome(
+            RUNNER_FAILED, f"container {container} of pod {pod_name} has no exit code", False
+        )
+    if reason == "OOMKilled":
+        return Outcome(
+            code, f"container {container} of pod {pod_name} was OOMKilled (exit code {code})"
+        )
+    return Outcome(code)
+
+
+def deleted_outcome(pod_name: str) -> Outcome:
+    """The outcome of a pod deleted (by someone else) before its container finished."""
+    return Outcome(
+        RUNNER_FAILED, f"pod {pod_name} was deleted before its container finished", False
+    )
+
+
+def created_at(obj: Mapping[str, Any]) -> datetime | None:
+    return parse_time(_meta(obj).get("creationTimestamp"))
+
+
+def finished_at(pod: Mapping[str, Any]) -> datetime | None:
+    """When the last container of a finished pod terminated, or None."""
+    times = [
+        parse_time(terminated.get("finishedAt"))
+        for status in _container_statuses(pod)
+        if (terminated := _state(status, "terminated")) is not None
+    ]
+    found = [t for t in times if t is not None]
+    return max(found) if found else None
+
+
+def job_finished_condition(job: Mapping[str, Any]) -> tuple[str, datetime | None] | None:
+    """("Complete" | "Failed", when) once a Job has that condition True, else None."""
+    for kind in ("Complete", "Failed"):
+        cond = _condition(job, kind)
+        if cond is not None and cond.get("status") == "True":
+            return kind, parse_time(cond.get("lastTransitionTime"))
+    return None

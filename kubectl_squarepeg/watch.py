@@ -1,0 +1,358 @@
+"""Watching the run's pod: the JSON stream parser, the watch that survives its own end, and
+the two waits (for start, bounded by --timeout; for completion, unbounded).
+
+Owns how `kubectl get -w --output-watch-events -o json` output becomes events, what a
+watch that ends means (kubectl exits 0 when the server closes a watch, as a real apiserver
+does every 30 to 60 minutes: it is started again, never taken for the end of the run; a
+failure such as an API server restart is retried with backoff), the fail-fast decision on
+the seven waiting reasons, and printing a blocked pod's Warning events once each.
+
+One watch process serves both waits, so a clean run costs a single kubectl here. The
+caller's thread waits in short slices (`SLICE_SECONDS`), so a signal handler can always cut
+in. Never decides an exit code (podstate does) and never deletes anything (runner does).
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import queue
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kubectl_squarepeg import kubectl, podstate
+from kubectl_squarepeg.console import Console
+from kubectl_squarepeg.errors import ClusterError, StartupError
+
+SLICE_SECONDS = 0.1
+# How often a blocked Pending pod's events are fetched again (new ones may have appeared).
+EVENTS_INTERVAL_SECONDS = 2.0
+# A watch that keeps failing (API server down) is retried this long before giving up; a
+# restarted API server is normally back within seconds.
+RETRY_WINDOW_SECONDS = 60.0
+_BACKOFF_START, _BACKOFF_MAX = 0.2, 3.0
+_WHITESPACE = " \t\r\n"
+
+
+class JsonStream:
+    """Splits a byte stream of concatenated JSON values (pretty-printed or one per line).
+
+    Bytes may arrive in any chunking, even splitting a UTF-8 character; a value is returned
+    once it is complete.
+    """
+
+    def __init__(self) -> None:
+        self._decoder = json.JSONDecoder()
+        self._text = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._buffer = ""
+
+    def feed(self, chunk: bytes) -> list[Any]:
+        self._buffer += self._text.decode(chunk)
+        values: list[Any] = []
+        while True:
+            start = len(self._buffer) - len(self._buffer.lstrip(_WHITESPACE))
+            if start == len(self._buffer):
+                self._buffer = ""
+                return values
+            try:
+                value, end = self._decoder.raw_decode(self._buffer, start)
+            except json.JSONDecodeError:
+                self._buffer = self._buffer[start:]  # incomplete: wait for more bytes
+                return values
+            values.append(value)
+            self._buffer = self._buffer[end:]
+
+    @property
+    def pending(self) -> str:
+        """What has been received but is not a complete value yet."""
+        return self._buffer
+
+
+@dataclass(frozen=True)
+class Event:
+    """One watch event about a pod: ADDED, MODIFIED or DELETED, and the object."""
+
+    type: str
+    pod: dict[str, Any]
+
+
+def parse_event(value: Any) -> Event | None:
+    """A watch event from one printed value (an event, or a bare object), or None."""
+    if not isinstance(value, dict):
+        return None
+    obj = value.get("object")
+    if "type" in value and isinstance(obj, dict):
+        kind = str(value["type"])
+        if kind in ("ADDED", "MODIFIED", "DELETED"):
+            return Event(kind, obj)
+        return None  # ERROR (a Status) or BOOKMARK: the watch decides whether to go on
+    if value.get("kind") in (None, "Pod") and isinstance(value.get("metadata"), dict):
+        return Event("MODIFIED", value)
+    return None
+
+
+def _is_not_found(stderr: bytes) -> bool:
+    return b"NotFound" in stderr or b"not found" in stderr
+
+
+class WatchProcess(Protocol):
+    """What PodWatch needs of a running watch (a kubectl.Child)."""
+
+    argv: tuple[str, ...]
+
+    @property
+    def stderr(self) -> bytes: ...
+    def wait(self, timeout: float | None = None) -> int | None: ...
+    def is_alive(self) -> bool: ...
+    def terminate(self) -> None: ...
+
+
+class PodWatch:
+    """The run's pod, watched by one kubectl at a time, restarted whenever it ends.
+
+    Pod mode watches the pod by name; Job mode watches pods with `job-name=JOB` and follows
+    the first one that appears (backoffLimit is 0: there is only one).
+    """
+
+    def __init__(
+        self,
+        target: kubectl.Target,
+        *,
+        pod: str | None = None,
+        job: str | None = None,
+        start: Callable[..., WatchProcess] = kubectl.watch_pods,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if (pod is None) == (job is None):
+            raise ValueError("watch either a pod or a job's pods")
+        self._target = target
+        self._pod = pod
+        self._job = job
+        self._start = start
+        self._clock = clock
+        self._queue: queue.Queue[Event | None] = queue.Queue()
+        self._child: WatchProcess | None = None
+        self._failing_since: float | None = None
+        self._backoff = _BACKOFF_START
+        self._retry_at = 0.0
+        self.restarts = 0
+
+    @property
+    def pod_name(self) -> str | None:
+        """The pod being followed (in Job mode, None until it has appeared)."""
+        return self._pod
+
+    def _on_stdout(self, stream: JsonStream) -> Callable[[bytes], None]:
+        def deliver(chunk: bytes) -> None:
+            for value in stream.feed(chunk):
+                event = parse_event(value)
+                if event is not None:
+                    self._queue.put(event)
+
+        return deliver
+
+    def _launch(self, *, early: bool = False) -> None:
+        deliver = self._on_stdout(JsonStream())
+        if self._job is not None:
+            self._child = self._start(
+                self._target, selector=f"job-name={self._job}", on_stdout=deliver
+            )
+        elif early:
+            self._child = self._start(
+                self._target, field_selector=f"metadata.name={self._pod}", on_stdout=deliver
+            )
+        else:
+            self._child = self._start(self._target, name=self._pod, on_stdout=deliver)
+
+    def start(self, *, early: bool = False) -> None:
+        """Start watching. `early`: the pod may not exist yet (its create is in flight).
+
+        Only the first watch may be early: a restarted watch by name sees a pod that is
+        gone as a 404, where a selector watch would show nothing and wait forever.
+        """
+        self._launch(early=early)
+
+    def close(self) -> None:
+        if self._child is not None:
+            self._child.terminate()
+            self._child = None
+
+    def _child_ended(self) -> Event | None:
+        """React to the watch process having ended: restart it, or report the pod gone."""
+        child = self._child
+        assert child is not None
+        code = child.wait(0)
+        assert code is not None
+        self._child = None
+        now = self._clock()
+        if code == 0:
+            self._failing_since = None
+            self._backoff = _BACKOFF_START
+            self.restarts += 1
+            self._launch()
+            return None
+        if self._pod is not None and self._job is None and _is_not_found(child.stderr):
+            return Event("DELETED", {"metadata": {"name": self._pod}})
+        if self._failing_since is None:
+            self._failing_since = now
+        elif now - self._failing_since > RETRY_WINDOW_SECONDS:
+            text = kubectl.Result(child.argv, code, b"", child.stderr).error_text
+            raise ClusterError(
+                f"lost the watch on the run's pod in namespace {self._target.namespace}: {text}",
+                "check that the cluster is reachable (`kubectl cluster-info`)",
+            )
+        self._retry_at = now + self._backoff
+        self._backoff = min(self._backoff * 2, _BACKOFF_MAX)
+        return None
+
+    def next(self, timeout: float = SLICE_SECONDS) -> Event | None:
+        """The next event about the followed pod, or None after at most `timeout` seconds."""
+        if self._child is None and self._clock() >= self._retry_at:
+            self.restarts += 1
+            self._launch()
+        try:
+            event = self._queue.get(timeout=timeout)
+        except queue.Empty:
+            event = None
+        if event is None:
+            if self._child is not None and not self._child.is_alive() and self._queue.empty():
+                return self._child_ended()
+            return None
+        self._failing_since = None
+        if self._pod is None:
+            self._pod = podstate.name(event.pod)
+        elif podstate.name(event.pod) != self._pod:
+            return None
+        return event
+
+
+class EventReporter:
+    """Prints a blocked pod's Warning events on stderr, each (reason, message) once."""
+
+    def __init__(
+        self,
+        console: Console,
+        fetch: Callable[[str], list[Mapping[str, Any]]],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._console = console
+        self._fetch = fetch
+        self._clock = clock
+        self._seen: set[tuple[str, str]] = set()
+        self._next_fetch = 0.0
+
+    def poll(self, pod: Mapping[str, Any]) -> None:
+        """Fetch and print new Warning events if the pod is blocked and it is time to look."""
+        if podstate.blocked_reason(pod) is None or self._clock() < self._next_fetch:
+            return
+        self._next_fetch = self._clock() + EVENTS_INTERVAL_SECONDS
+        for item in self._fetch(podstate.name(pod)):
+            if item.get("type") != "Warning":
+                continue
+            key = (str(item.get("reason") or ""), " ".join(str(item.get("message") or "").split()))
+            if key not in self._seen:
+                self._seen.add(key)
+                self._console.warn(f"pod {podstate.name(pod)}: {key[0]}: {key[1]}")
+
+
+def warning_events(target: kubectl.Target) -> Callable[[str], list[Mapping[str, Any]]]:
+    """The event fetcher for `EventReporter`: best effort, an error is no events."""
+
+    def fetch(pod_name: str) -> list[Mapping[str, Any]]:
+        result = kubectl.events_for(target, pod_name)
+        if not result.ok:
+            return []
+        try:
+            items = json.loads(result.stdout).get("items") or []
+        except (ValueError, AttributeError):
+            return []
+        return [item for item in items if isinstance(item, Mapping)]
+
+    return fetch
+
+
+_FAIL_FAST_HINTS = {
+    "ImagePullBackOff": "check the image name and tag, and that the cluster can pull it "
+    "(registry access, --image-pull-secret)",
+    "ErrImagePull": "check the image name and tag, and that the cluster can pull it "
+    "(registry access, --image-pull-secret)",
+    "InvalidImageName": "fix the image reference (REGISTRY/REPOSITORY[:TAG|@DIGEST])",
+    "CreateContainerConfigError": "check that every Secret and ConfigMap the pod refers to "
+    "exists in the namespace",
+}
+_DEFAULT_FAIL_FAST_HINT = "see the pod's events for the cause"
+
+
+def _describe_hint(target: kubectl.Target, pod_name: str) -> str:
+    namespace = f" -n {target.namespace}" if target.namespace else ""
+    return f"`kubectl describe pod {pod_name}{namespace}` shows the events"
+
+
+def wait_for_start(
+    watch: PodWatch,
+    *,
+    timeout: float,
+    reporter: EventReporter,
+    target: kubectl.Target,
+    clock: Callable[[], float] = time.monotonic,
+) -> Event:
+    """Wait until the followed pod's main container has started (or already ended).
+
+    Returns the event that showed it, or a DELETED event. Raises StartupError on a
+    fail-fast reason, or when `timeout` seconds pass first.
+    """
+    deadline = clock() + timeout
+    latest: Event | None = None
+    while True:
+        remaining = deadline - clock()
+        if remaining <= 0:
+            raise _timed_out(watch, latest, timeout, target)
+        event = watch.next(min(SLICE_SECONDS, remaining))
+        if event is not None:
+            latest = event
+            if event.type == "DELETED" or podstate.has_started(event.pod):
+                return event
+            stuck = podstate.fail_fast(event.pod)
+            if stuck is not None:
+                pod_name = podstate.name(event.pod)
+                detail = f": {stuck.message}" if stuck.message else ""
+                hint = _FAIL_FAST_HINTS.get(stuck.reason, _DEFAULT_FAIL_FAST_HINT)
+                raise StartupError(
+                    f"container {stuck.container} of pod {pod_name} cannot start: "
+                    f"{stuck.reason}{detail}",
+                    f"{hint}; {_describe_hint(target, pod_name)}",
+                )
+        if latest is not None:
+            reporter.poll(latest.pod)
+
+
+def _timed_out(
+    watch: PodWatch, latest: Event | None, timeout: float, target: kubectl.Target
+) -> StartupError:
+    if latest is None:
+        what = f"pod {watch.pod_name}" if watch.pod_name else "the job's pod"
+        return StartupError(
+            f"{what} did not appear within the startup timeout of {timeout:g}s",
+            "check the Job's events (`kubectl describe job`), or raise --timeout",
+        )
+    pod_name = podstate.name(latest.pod)
+    return StartupError(
+        f"pod {pod_name} did not start within the startup timeout of {timeout:g}s "
+        f"({podstate.pending_summary(latest.pod)})",
+        f"raise --timeout if it is just slow; {_describe_hint(target, pod_name)}",
+    )
+
+
+def wait_for_finish(watch: PodWatch, latest: Event) -> podstate.Outcome:
+    """Wait, without a bound, until the main container has finished; its outcome."""
+    event = latest
+    while True:
+        if event.type == "DELETED" and not podstate.has_finished(event.pod):
+            return podstate.deleted_outcome(watch.pod_name or podstate.name(event.pod))
+        if podstate.has_finished(event.pod):
+            return podstate.outcome(event.pod)
+        following = watch.next(SLICE_SECONDS)
+        if following is not None:
+            event = following

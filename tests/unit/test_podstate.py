@@ -1,0 +1,171 @@
+"""podstate: phases, fail-fast reasons, the main container by name, and the exit code table."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from kubectl_squarepeg import podstate
+from kubectl_squarepeg.podstate import Outcome
+
+
+def pod(
+    *statuses: dict[str, Any],
+    phase: str = "Running",
+    name: str = "p",
+    **status: Any,
+) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "uid": "u-1", "creationTimestamp": "2026-12-02T19:00:00Z"},
+        "status": {"phase": phase, "containerStatuses": list(statuses), **status},
+    }
+
+
+def terminated(name: str = "main", code: int = 0, reason: str = "Completed", **extra: Any) -> Any:
+    return {"name": name, "state": {"terminated": {"exitCode": code, "reason": reason, **extra}}}
+
+
+def waiting(reason: str, name: str = "main", message: str = "") -> dict[str, Any]:
+    return {"name": name, "state": {"waiting": {"reason": reason, "message": message}}}
+
+
+def running(name: str = "main") -> dict[str, Any]:
+    return {"name": name, "state": {"running": {"startedAt": "2026-12-02T19:00:01Z"}}}
+
+
+@pytest.mark.parametrize("reason", sorted(podstate.FAIL_FAST_REASONS))
+def test_each_fail_fast_reason_is_recognized(reason: str) -> None:
+    found = podstate.fail_fast(pod(waiting(reason, message="why"), phase="Pending"))
+    assert found == podstate.Waiting("main", reason, "why")
+    assert podstate.fail_fast_reason(pod(waiting(reason), phase="Pending")) == reason
+
+
+def test_the_seven_reasons_exactly() -> None:
+    assert {
+        "ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError",
+        "CreateContainerError", "RunContainerError", "CrashLoopBackOff",
+    } == podstate.FAIL_FAST_REASONS
+
+
+@pytest.mark.parametrize("reason", ["ContainerCreating", "PodInitializing", "SomethingElse"])
+def test_other_waiting_reasons_do_not_fail_fast(reason: str) -> None:
+    assert podstate.fail_fast(pod(waiting(reason), phase="Pending")) is None
+
+
+def test_a_sidecar_stuck_on_its_image_fails_fast_too() -> None:
+    p = pod(waiting("ContainerCreating"), waiting("ErrImagePull", name="proxy"), phase="Pending")
+    assert podstate.fail_fast(p) == podstate.Waiting("proxy", "ErrImagePull", "")
+
+
+def test_an_init_container_stuck_fails_fast() -> None:
+    p = pod(phase="Pending", initContainerStatuses=[waiting("CrashLoopBackOff", name="init")])
+    assert podstate.fail_fast_reason(p) == "CrashLoopBackOff"
+
+
+def test_main_is_found_by_name_not_position() -> None:
+    p = pod(terminated("sidecar", 0), terminated("main", 3, "Error"), phase="Failed")
+    assert podstate.outcome(p) == Outcome(3)
+
+
+@pytest.mark.parametrize("code", [0, 1, 3, 255])
+def test_exit_code_verbatim(code: int) -> None:
+    reason = "Completed" if code == 0 else "Error"
+    phase = "Succeeded" if code == 0 else "Failed"
+    assert podstate.outcome(pod(terminated(code=code, reason=reason), phase=phase)) == Outcome(code)
+
+
+def test_oom_is_137_with_the_reason() -> None:
+    p = pod(terminated(code=137, reason="OOMKilled"), phase="Failed", name="big")
+    assert podstate.outcome(p) == Outcome(
+        137, "container main of pod big was OOMKilled (exit code 137)"
+    )
+
+
+def test_eviction_is_125_not_the_made_up_137() -> None:
+    p = pod(
+        terminated(code=137, reason="ContainerStatusUnknown"),
+        phase="Failed",
+        name="ev",
+        reason="Evicted",
+        message="The node was low on resource: memory.",
+    )
+    assert podstate.outcome(p) == Outcome(
+        125, "pod ev was evicted: The node was low on resource: memory.", False
+    )
+
+
+def test_container_status_unknown_without_eviction_is_125() -> None:
+    p = pod(terminated(code=137, reason="ContainerStatusUnknown", message="node lost"),
+            phase="Failed", name="n")
+    assert podstate.outcome(p) == Outcome(
+        125, "container main of pod n was lost before it finished: node lost", False
+    )
+
+
+def test_never_terminated_is_125() -> None:
+    p = pod(running(), phase="Failed", name="x")
+    assert podstate.outcome(p) == Outcome(
+        125, "container main of pod x never terminated (pod phase Failed)", False
+    )
+
+
+def test_deleted_by_someone_else_is_125_even_with_a_sigterm_code() -> None:
+    p = pod(terminated(code=143, reason="Error"), phase="Failed", name="d")
+    p["metadata"]["deletionTimestamp"] = "2026-12-02T19:00:05Z"
+    assert podstate.outcome(p) == Outcome(
+        125, "pod d was deleted before its container finished", False
+    )
+
+
+def test_started_and_finished() -> None:
+    assert not podstate.has_started(pod(waiting("ContainerCreating"), phase="Pending"))
+    assert podstate.has_started(pod(running()))
+    assert podstate.has_started(pod(terminated(), phase="Succeeded"))
+    assert not podstate.has_finished(pod(running()))
+    # main done while a sidecar runs on: the run is over, the pod is still Running
+    assert podstate.has_finished(pod(terminated(), running("sidecar")))
+    assert podstate.has_finished(pod(phase="Failed"))
+
+
+def test_blocked_reason() -> None:
+    unscheduled = pod(
+        phase="Pending",
+        conditions=[{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                     "message": "0/1 nodes are available: 1 Insufficient memory."}],
+    )
+    assert podstate.blocked_reason(unscheduled) == "Unschedulable"
+    assert podstate.pending_summary(unscheduled) == (
+        "not scheduled: 0/1 nodes are available: 1 Insufficient memory."
+    )
+    assert podstate.blocked_reason(pod(waiting("ContainerCreating"), phase="Pending")) == (
+        "ContainerCreating"
+    )
+    assert podstate.blocked_reason(pod(running())) is None
+
+
+def test_times() -> None:
+    p = pod(
+        terminated("main", finishedAt="2026-12-02T19:00:09Z"),
+        terminated("side", finishedAt="2026-12-02T19:00:10Z"),
+        phase="Succeeded",
+    )
+    assert podstate.created_at(p) == datetime(2026, 12, 2, 19, 0, 0, tzinfo=UTC)
+    assert podstate.finished_at(p) == datetime(2026, 12, 2, 19, 0, 10, tzinfo=UTC)
+    assert podstate.finished_at(pod(running())) is None
+    assert podstate.parse_time("garbage") is None
+    assert podstate.parse_time(None) is None
+
+
+def test_job_finished_condition() -> None:
+    job = {"status": {"conditions": [
+        {"type": "SuccessCriteriaMet", "status": "True"},
+        {"type": "Complete", "status": "True", "lastTransitionTime": "2026-12-02T19:01:00Z"},
+    ]}}
+    assert podstate.job_finished_condition(job) == (
+        "Complete", datetime(2026, 12, 2, 19, 1, tzinfo=UTC)
+    )
+    assert podstate.job_finished_condition({"status": {}}) is None
+    failed = {"status": {"conditions": [{"type": "Failed", "status": "False"}]}}
+    assert podstate.job_finished_condition(failed) is None
