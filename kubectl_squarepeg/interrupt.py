@@ -64,6 +64,10 @@ class Resource:
     def describe_command(self) -> str:
         return self._kubectl("describe", self.kind.lower(), self.name)
 
+    def logs_command(self) -> str:
+        ref = self.name if self.kind == "Pod" else self.ref
+        return self._kubectl("logs", ref, "-c", "main")
+
     def delete_command(self) -> str:
         extra = ("--cascade=background",) if self.kind == "Job" else ()
         return self._kubectl("delete", self.kind.lower(), self.name, *extra)
