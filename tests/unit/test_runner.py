@@ -1,0 +1,69 @@
+"""runner.rejection: a failed `kubectl create` as one line with kubectl's reason and a fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubectl_squarepeg import kubectl
+from kubectl_squarepeg.runner import rejection
+
+
+def failed(stderr: str) -> kubectl.Result:
+    return kubectl.Result(("create", "-f", "-"), 1, b"", stderr.encode())
+
+
+@pytest.mark.parametrize(
+    ("stderr", "hint"),
+    [
+        (
+            'Error from server (Forbidden): error when creating "STDIN": pods "p" is forbidden: '
+            "exceeded quota: compute, requested: pods=1, used: pods=2, limited: pods=2",
+            "free some of the quota, or ask for less (--cpus, --memory); "
+            "`kubectl describe resourcequota -n ns` shows what is used",
+        ),
+        (
+            'Error from server (Forbidden): error when creating "STDIN": admission webhook '
+            '"policy.example.com" denied the request: images must be pinned',
+            "the cluster's admission policy refused the manifest; change what it names "
+            "(`--dry-run-server` checks without creating anything)",
+        ),
+        (
+            'Error from server (Forbidden): error when creating "STDIN": pods is forbidden: '
+            'User "alice" cannot create resource "pods" in API group "" in the namespace "ns"',
+            "you lack permission: `kubectl auth can-i create pods -n ns` checks, "
+            "and a cluster admin can grant it",
+        ),
+        (
+            'Error from server (AlreadyExists): error when creating "STDIN": pods "p" already '
+            "exists",
+            "choose another --name, or delete the old one: `kubectl delete pod/p -n ns`",
+        ),
+        (
+            'The Pod "p" is invalid: * spec.containers[0].image: Required value',
+            "fix the field named above in the flags or config; `--dry-run` shows the manifest",
+        ),
+        (
+            "The connection to the server 127.0.0.1:1 was refused - did you specify the right "
+            "host or port?",
+            "check that the cluster is reachable: `kubectl cluster-info`",
+        ),
+        (
+            "error: You must be logged in to the server (Unauthorized)",
+            "log in to the cluster again; `kubectl auth whoami` shows who you are",
+        ),
+    ],
+)
+def test_rejections_keep_kubectls_reason_and_say_what_to_do(stderr: str, hint: str) -> None:
+    error = rejection(failed(stderr + "\n"), "Pod", "p", "ns")
+    reason = stderr.removeprefix("error: ").removeprefix("Error from server ")
+    assert error.message == f"cannot create pod/p in namespace ns: {reason}"
+    assert error.hint == hint
+    assert error.exit_code == 125
+
+
+def test_a_job_rejection_names_the_job() -> None:
+    error = rejection(failed('jobs.batch "j" already exists'), "Job", "j", "ns")
+    assert error.one_line() == (
+        'cannot create job/j in namespace ns: jobs.batch "j" already exists; '
+        "choose another --name, or delete the old one: `kubectl delete job/j -n ns`"
+    )
