@@ -94,12 +94,18 @@ class Child:
     """A running kubectl in its own session, registered until it has been reaped."""
 
     def __init__(
-        self, argv: tuple[str, ...], running: Any, stderr: bytearray, sink: _ByteSink | None
+        self,
+        argv: tuple[str, ...],
+        running: Any,
+        stderr: bytearray,
+        sink: _ByteSink | None,
+        reader: _PipeReader | None = None,
     ) -> None:
         self.argv = argv
         self._running = running
         self._stderr = stderr
         self._sink = sink
+        self._reader = reader
         self.pid: int = running.pid
         self.exit_code: int | None = None
         self._done = threading.Event()
@@ -111,6 +117,8 @@ class Child:
     def _reap(self) -> None:
         try:
             self.exit_code = int(self._running.process.wait())
+            if self._reader is not None:
+                self._reader.join()
         finally:
             _unregister(self)
             self._done.set()
@@ -203,6 +211,41 @@ class _ByteSink:
             self.failure = exc
 
 
+class _PipeReader:
+    """Reads a child's stdout from a pipe of our own and hands every read to a sink.
+
+    sh's `_out_bufsize=N` holds output back until exactly N bytes have accumulated (and
+    1 holds a partial line until its newline), so a `\r` progress bar or a small watch
+    event would wait. `os.read` returns whatever is there, up to `bufsize`, at once.
+    """
+
+    def __init__(self, sink: _ByteSink, bufsize: int) -> None:
+        self._sink = sink
+        self._bufsize = bufsize
+        self.read_fd, self.write_fd = os.pipe()
+        self._thread = threading.Thread(target=self._pump, name="stdout-reader", daemon=True)
+
+    def started(self) -> None:
+        """The child holds the write end now: drop ours so that its exit means EOF."""
+        os.close(self.write_fd)
+        self._thread.start()
+
+    def abandon(self) -> None:
+        """The child could not be started."""
+        os.close(self.write_fd)
+        os.close(self.read_fd)
+
+    def _pump(self) -> None:
+        try:
+            while chunk := os.read(self.read_fd, self._bufsize):
+                self._sink.write(chunk)
+        finally:
+            os.close(self.read_fd)
+
+    def join(self) -> None:
+        self._thread.join()
+
+
 def start(
     args: Sequence[str],
     target: Target | None = None,
@@ -214,8 +257,9 @@ def start(
 ) -> Child:
     """Start `kubectl [target args] ARGS` in the background, in its own session.
 
-    With `on_stdout`, every chunk of stdout is handed to it as bytes (on sh's reader thread,
-    so it must lock shared state) and nothing is kept; otherwise stdout is kept for `.wait`.
+    With `on_stdout`, every chunk of stdout (at most `out_bufsize` bytes, whatever has
+    arrived) is handed to it as bytes on a reader thread, so it must lock shared state, and
+    nothing is kept; otherwise stdout is kept for `.wait`.
     """
     sh = _sh()
     target_args = target.global_args(namespaced=namespaced) if target else []
@@ -233,16 +277,22 @@ def start(
         "_err": _ByteSink(stderr.extend),
     }
     sink = None
+    reader = None
     if on_stdout is not None:
         sink = _ByteSink(on_stdout)
-        options["_out"] = sink
-        options["_out_bufsize"] = out_bufsize
-        options["_no_out"] = True
+        reader = _PipeReader(sink, out_bufsize)
+        options["_out"] = reader.write_fd
     try:
         running = sh.Command(_kubectl_path())(*argv, **options)
-    except sh.CommandNotFound as exc:  # pragma: no cover - _kubectl_path checked already
-        raise KubectlMissing("kubectl was not found on PATH", "install kubectl") from exc
-    child = Child(tuple(argv), running, stderr, sink)
+    except BaseException as exc:
+        if reader is not None:
+            reader.abandon()
+        if isinstance(exc, sh.CommandNotFound):  # pragma: no cover - checked already
+            raise KubectlMissing("kubectl was not found on PATH", "install kubectl") from exc
+        raise
+    if reader is not None:
+        reader.started()
+    child = Child(tuple(argv), running, stderr, sink, reader)
     _register(child)
     return child
 
