@@ -1,0 +1,435 @@
+"""The log follower: the container's output, as raw bytes, to stdout, across dropped streams.
+
+Owns `kubectl logs -f --timestamps` of one container: taking the timestamps off, writing the
+content bytes untouched (binary, ANSI, `\\r`, a partial line as soon as it arrives), and
+reconnecting when the stream drops, with exponential backoff, so that nothing is lost and
+nothing is repeated. Never decodes container output and never writes anything of its own to
+stdout: its messages go to stderr through the console.
+
+Two halves. `LogDecoder` is pure (bytes in, bytes out, no I/O) and holds the resume point.
+`LogFollower` drives kubectl (through `kubectl.start`) on a background thread.
+
+Resuming (the spec left the method open; stern's is used). The log API resumes by time only,
+and kubectl sends `--since-time` with one-second resolution, so a reconnect replays from the
+start of the second of the last line written. The decoder remembers that second, how many
+lines it started in that second, and how many content bytes of the last line it wrote if the
+stream dropped mid-line. In the replay it drops every line of an earlier second, the lines of
+that second it has already counted (identical timestamps are just more lines in the count),
+and of the last one only the bytes already written. Lines are counted per second rather than
+matched by exact timestamp because the order of lines is what the log keeps; timestamps
+within a second need not be increasing. A line whose prefix is not a timestamp is passed
+through whole and does not move the resume point: it cannot be deduplicated, but it is never
+lost.
+"""
+
+from __future__ import annotations
+
+import shlex
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import BinaryIO, Protocol
+
+from kubectl_squarepeg import kubectl
+from kubectl_squarepeg.console import Console
+from kubectl_squarepeg.errors import SquarepegError
+
+# RFC3339Nano is at most 35 bytes ("2026-12-02T19:00:00.123456789+00:00"); a line whose first
+# space comes later than this has no timestamp.
+_MAX_TIMESTAMP = 40
+_SECOND = 19  # len("2026-12-02T19:00:00"): the part --since-time keeps
+_SKIP_ALL = -1
+# A pipe holds 64 KiB; reading more at once lets a fast stream arrive in fewer, larger chunks.
+READ_BYTES = 128 * 1024
+# kubectl's complaints that another attempt cannot fix.
+_FINAL = ("forbidden", "unauthorized", "must be logged in", "not found")
+
+
+def _is_timestamp(text: bytes) -> bool:
+    # A cheap shape check, done for every line: the date/time separator and UTC's Z.
+    return len(text) > _SECOND and text[10:11] == b"T" and text[-1:] == b"Z"
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    """What has been written so far, as a reconnect needs it."""
+
+    timestamp: bytes = b""  # of the last line written (empty: nothing written yet)
+    lines_in_second: int = 0  # lines started (at least partly written) in its second
+    partial: int | None = None  # content bytes written of that line if it has not ended
+
+    @property
+    def second(self) -> bytes:
+        return self.timestamp[:_SECOND]
+
+    def since_time(self) -> str | None:
+        """The `--since-time` to resume from: the second of the last line, or None."""
+        return self.second.decode("ascii") + "Z" if self.timestamp else None
+
+
+class LogDecoder:
+    """`kubectl logs --timestamps` bytes in, container bytes out, replays dropped.
+
+    Call `feed` with every chunk as it arrives (any boundaries), and `restart` before the
+    first chunk of a new stream that resumes from `resume.since_time()`. It runs once per
+    line of output, so the resume point is kept in plain attributes, not rebuilt per line.
+    """
+
+    def __init__(self) -> None:
+        self._stamp = b""  # the resume point, see ResumePoint
+        self._count = 0
+        self._partial: int | None = None
+        self._prefix = b""  # the start of a line whose timestamp has not ended yet
+        self._in_line = False  # inside a line's content (its timestamp has been read)
+        self._counted = False  # this line is the resume point's last line
+        self._skip = 0  # content bytes of this line to drop; _SKIP_ALL: the whole line
+        self._replay: ResumePoint | None = None  # the overlap still to drop, if replaying
+        self._replayed = 0  # lines seen in the replay within the resume second
+
+    @property
+    def resume(self) -> ResumePoint:
+        return ResumePoint(self._stamp, self._count, self._partial)
+
+    def restart(self) -> None:
+        """A new stream begins: forget a cut-off line, and drop what it replays."""
+        self._prefix = b""
+        self._in_line = self._counted = False
+        self._skip = 0
+        self._replay = self.resume if self._stamp else None
+        self._replayed = 0
+
+    def feed(self, chunk: bytes) -> bytes:
+        """The content bytes of `chunk` that have not been written before."""
+        out: list[bytes] = []
+        pos, size = 0, len(chunk)
+        while pos < size:
+            if self._in_line:
+                newline = chunk.find(b"\n", pos)
+                end = size if newline < 0 else newline + 1
+                if self._skip:
+                    self._drop_replayed(chunk[pos:end], newline >= 0, out)
+                else:
+                    out.append(chunk[pos:end])
+                    self._wrote(end - pos, newline >= 0)
+                pos = end
+                continue
+            room = _MAX_TIMESTAMP - len(self._prefix)
+            space = chunk.find(b" ", pos, pos + room)
+            if space < 0:
+                if size - pos < room and b"\n" not in chunk[pos:]:  # it goes on in the next
+                    self._prefix += chunk[pos:]
+                    pos = size
+                else:  # too long for a timestamp: the line has none
+                    self._untimestamped(self._prefix, out)
+                continue
+            stamp = self._prefix + chunk[pos:space] if self._prefix else chunk[pos:space]
+            self._prefix = b""
+            pos = space + 1
+            if _is_timestamp(stamp):
+                self._begin_line(stamp)
+            else:
+                self._untimestamped(stamp + b" ", out)
+        return b"".join(out)
+
+    def end(self) -> bytes:
+        """The stream ended cleanly: a line start still held back was content after all."""
+        held, self._prefix = self._prefix, b""
+        return held
+
+    def _untimestamped(self, head: bytes, out: list[bytes]) -> None:
+        self._prefix = b""
+        self._in_line = True
+        self._counted = False
+        self._skip = 0
+        if head:
+            out.append(head)
+
+    def _begin_line(self, stamp: bytes) -> None:
+        self._in_line = True
+        second = stamp[:_SECOND]
+        if self._replay is not None:
+            written = self._written_before(self._replay, second)
+            if written is not None:
+                self._skip = written
+                return
+        self._counted = True
+        self._count = self._count + 1 if second == self._stamp[:_SECOND] else 1
+        self._stamp = stamp
+        self._partial = 0
+
+    def _written_before(self, replay: ResumePoint, second: bytes) -> int | None:
+        """How much of a replayed line was written already: _SKIP_ALL (all of it), N content
+        bytes (the line the drop cut, which the resume point goes on counting), or None
+        (a new line: the replay is over)."""
+        if second < replay.second:
+            self._counted = False
+            return _SKIP_ALL
+        if second == replay.second:
+            index = self._replayed
+            self._replayed += 1
+            last = replay.lines_in_second - 1
+            if index < last or (index == last and replay.partial is None):
+                self._counted = False
+                return _SKIP_ALL
+            if index == last:
+                self._replay = None
+                self._counted = True
+                return replay.partial
+        self._replay = None
+        return None
+
+    def _wrote(self, size: int, ends_line: bool) -> None:
+        if ends_line:
+            self._in_line = False
+        if self._counted:
+            self._partial = None if ends_line else (self._partial or 0) + size
+
+    def _drop_replayed(self, piece: bytes, ends_line: bool, out: list[bytes]) -> None:
+        if self._skip == _SKIP_ALL:
+            if ends_line:
+                self._in_line = False
+                self._skip = 0
+            return
+        dropped = min(self._skip, len(piece))
+        self._skip = 0 if ends_line else self._skip - dropped
+        if dropped < len(piece):
+            out.append(piece[dropped:])
+        self._wrote(len(piece) - dropped, ends_line)
+
+
+# --- the follower: kubectl, reconnects, backoff ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """When to reconnect, and when to give up."""
+
+    attempts: int = 5  # reconnects in a row without progress
+    first_seconds: float = 0.5  # the first wait; each next one doubles
+    max_seconds: float = 8.0
+    # A stream that stayed up this long counts as progress even if the container was silent,
+    # so a proxy that closes idle streams now and then never exhausts the attempts.
+    stable_seconds: float = 10.0
+
+    def delay(self, attempt: int) -> float:
+        return float(min(self.max_seconds, self.first_seconds * 2 ** (attempt - 1)))
+
+
+class Stream(Protocol):
+    """What the follower needs of a running `kubectl logs` (a kubectl.Child)."""
+
+    @property
+    def stderr(self) -> bytes: ...
+    def wait(self, timeout: float | None = None) -> int | None: ...
+    def terminate(self) -> None: ...
+
+
+StartStream = Callable[[Sequence[str], Callable[[bytes], None]], Stream]
+
+
+def retryable(reason: str) -> bool:
+    """Whether another attempt may succeed where kubectl failed with `reason`.
+
+    A container still starting (400 "is waiting to start") is retryable: it will start.
+    """
+    lowered = reason.lower()
+    return not any(word in lowered for word in _FINAL)
+
+
+class LogFollower:
+    """Follows one container's log on a background thread, writing its output to `out`.
+
+    `start()` once the container is running or has ended; `finish(seconds)` once it has
+    ended, to let the stream deliver the rest; `stop()` to stop at once (that is not a
+    failure). When output may be incomplete (attempts exhausted, the drain deadline passed,
+    `out` broke) the follower says so on stderr, with the kubectl command that shows all of
+    it, and sets `gave_up` and `error`.
+    """
+
+    def __init__(
+        self,
+        target: kubectl.Target,
+        pod: str,
+        container: str,
+        out: BinaryIO,
+        console: Console,
+        *,
+        backoff: Backoff | None = None,
+        start: StartStream | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        logs_command: str | None = None,
+    ) -> None:
+        self._target, self._pod, self._container = target, pod, container
+        self._out = out
+        self._console = console
+        self._backoff = backoff or Backoff()
+        self._start = start or self._start_kubectl
+        self._clock = clock
+        self._logs_command = logs_command or shlex.join(
+            ["kubectl", "logs", pod, "-c", container, *target.global_args()]
+        )
+        self.gave_up = False
+        self.error: str | None = None
+        self._decoder = LogDecoder()
+        # _lock guards the flags and the current stream; _write_lock keeps decoding and
+        # writing in order, and is never held while waiting on anything else.
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._write_lock = threading.Lock()
+        self._stopped = False
+        self._finished = False
+        self._stream: Stream | None = None
+        self._written = 0
+        self._write_failure: Exception | None = None
+        self._thread = threading.Thread(target=self._follow, name=f"logs-{pod}", daemon=True)
+
+    # -- the runner's side
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop streaming now: end the kubectl child; the thread ends soon after."""
+        with self._lock:
+            self._stopped = True
+            stream = self._stream
+            self._changed.notify_all()
+        if stream is not None:
+            stream.terminate()
+
+    def finish(self, deadline_seconds: float) -> bool:
+        """The container has ended: wait up to `deadline_seconds` for the stream to deliver
+        the rest (reconnecting if it drops). True when everything was written."""
+        with self._lock:
+            self._finished = True
+            self._changed.notify_all()
+        if self._thread.ident is not None:
+            self._thread.join(deadline_seconds)
+            if self._thread.is_alive():
+                self._give_up(
+                    f"the stream did not end within {deadline_seconds:g}s of the container's end"
+                )
+                self.stop()
+                self._thread.join(deadline_seconds)
+        return not self.gave_up
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the thread; True once it has ended (or was never started)."""
+        if self._thread.ident is not None:
+            self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    # -- the thread
+
+    def _start_kubectl(self, args: Sequence[str], on_stdout: Callable[[bytes], None]) -> Stream:
+        return kubectl.start(args, self._target, on_stdout=on_stdout, out_bufsize=READ_BYTES)
+
+    def _follow(self) -> None:
+        attempt = 0
+        while True:
+            began, written = self._clock(), self._written
+            stream = self._connect()
+            if stream is None:
+                return
+            code = self._wait(stream)
+            if code == 0:
+                with self._write_lock:
+                    self._write(self._decoder.end())
+            with self._lock:
+                self._stream = None
+                if self._stopped or (code == 0 and self._finished):
+                    return  # stopped, or drained: the stream ended after the container did
+            if self._write_failure is not None:
+                self._give_up(f"cannot write to stdout ({self._write_failure})")
+                return
+            if self._written > written or self._clock() - began >= self._backoff.stable_seconds:
+                attempt = 0
+            # A clean end before finish() is most likely the container's own end, seen
+            # before the runner saw the pod's phase: wait for finish() instead of a retry.
+            reason = None if code == 0 else _reason(stream, code)
+            if reason is not None and not retryable(reason):
+                self._give_up(reason)
+                return
+            attempt += 1
+            if attempt > self._backoff.attempts:
+                self._give_up(reason or "the stream kept ending before the container did")
+                return
+            delay = self._backoff.delay(attempt)
+            if reason is not None:
+                self._console.status(
+                    f"the log stream of pod {self._pod} dropped ({reason}); will retry in "
+                    f"{delay:g}s (attempt {attempt} of {self._backoff.attempts})"
+                )
+            if self._pause(delay, ended_cleanly=reason is None):
+                return
+
+    def _connect(self) -> Stream | None:
+        """Start the next `kubectl logs`, resuming after what was written; None: stop."""
+        with self._write_lock:
+            self._decoder.restart()
+            since = self._decoder.resume.since_time()
+        args = ["logs", "-f", "--timestamps", self._pod, "-c", self._container]
+        if since is not None:
+            # kubectl would round a finer time down to the second itself; sending the
+            # second makes the start of the replay independent of that.
+            args.append(f"--since-time={since}")
+        with self._lock:
+            if self._stopped:
+                return None
+            try:
+                self._stream = self._start(args, self._deliver)
+            except (SquarepegError, OSError) as exc:
+                failure = exc.one_line() if isinstance(exc, SquarepegError) else str(exc)
+            else:
+                return self._stream
+        self._give_up(failure)
+        return None
+
+    def _wait(self, stream: Stream) -> int:
+        while True:
+            code = stream.wait(0.25)
+            if code is not None:
+                return code
+            if self._write_failure is not None:
+                stream.terminate()
+
+    def _pause(self, seconds: float, *, ended_cleanly: bool) -> bool:
+        """Wait before the next attempt; True if the follower is done instead."""
+        with self._changed:
+            self._changed.wait_for(
+                lambda: self._stopped or (ended_cleanly and self._finished), seconds
+            )
+            return self._stopped or (ended_cleanly and self._finished)
+
+    def _deliver(self, chunk: bytes) -> None:
+        """On the reader thread: decode a chunk and write the container's bytes at once."""
+        with self._write_lock:
+            if self._write_failure is None:
+                self._write(self._decoder.feed(chunk))
+
+    def _write(self, data: bytes) -> None:
+        if not data:
+            return
+        try:
+            self._out.write(data)
+            self._out.flush()
+        except (OSError, ValueError) as exc:
+            self._write_failure = exc
+            return
+        self._written += len(data)
+
+    def _give_up(self, reason: str) -> None:
+        with self._lock:
+            if self.gave_up:
+                return
+            self.gave_up = True
+            self.error = reason
+        self._console.warn(
+            f"lost the log stream of pod {self._pod} ({reason}); its output may be "
+            f"incomplete: see all of it with `{self._logs_command}`"
+        )
+
+
+def _reason(stream: Stream, code: int) -> str:
+    return kubectl.Result((), code, b"", stream.stderr).error_text

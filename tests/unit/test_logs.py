@@ -1,0 +1,416 @@
+"""logs: the timestamp decoder and its replay dedupe in any chunking, and the follower's
+reconnect, backoff, give-up and drain decisions against scripted kubectl streams."""
+
+from __future__ import annotations
+
+import io
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import pytest
+
+from kubectl_squarepeg import kubectl
+from kubectl_squarepeg.console import Console
+from kubectl_squarepeg.logs import Backoff, LogDecoder, LogFollower, ResumePoint, retryable
+
+
+def ts(second: int, nanos: int) -> bytes:
+    return b"2026-12-02T19:00:%02d.%09dZ" % (second, nanos)
+
+
+Line = tuple[bytes, bytes]
+
+SAMPLE: list[Line] = [
+    (ts(0, 1), b"first line\n"),
+    (ts(0, 1), b"same timestamp\n"),
+    (ts(0, 1), b"and again\n"),
+    (ts(0, 500), b"\x1b[31mred\x1b[0m\n"),
+    (ts(1, 0), b"progress 10%\rprogress 50%\rprogress 100%\n"),
+    (ts(1, 7), b"\x00\xff\xfe binary \x80 \xc3\x28\n"),
+    (ts(1, 9), b"\n"),
+    (ts(1, 9), b"  spaces 2026-12-02T19:00:00.000000000Z not a timestamp  \n"),
+    (ts(3, 0), b"last second\n"),
+    (ts(3, 0), b"no final newline"),
+]
+LONG_SAMPLE: list[Line] = [
+    (ts(0, 1), b"before\n"),
+    (ts(0, 2), b"L" * 40000 + b"\rtail\n"),  # > 16 KiB: still one timestamp
+    (ts(0, 2), b"after\n"),
+]
+
+
+def render(lines: Sequence[Line], since: str | None = None) -> bytes:
+    """What the server sends for `--timestamps [--since-time=since]`."""
+    keep = [(t, c) for t, c in lines if since is None or t[:19] >= since[:19].encode()]
+    return b"".join(t + b" " + c for t, c in keep)
+
+
+def content(lines: Sequence[Line]) -> bytes:
+    return b"".join(c for _, c in lines)
+
+
+def decode(chunks: Sequence[bytes], decoder: LogDecoder | None = None) -> bytes:
+    decoder = decoder or LogDecoder()
+    return b"".join(decoder.feed(chunk) for chunk in chunks)
+
+
+# --- the decoder, one stream
+
+
+@pytest.mark.parametrize("sample", [SAMPLE, LONG_SAMPLE], ids=["sample", "long"])
+def test_every_split_point(sample: list[Line]) -> None:
+    data = render(sample)
+    for cut in range(len(data) + 1):
+        assert decode([data[:cut], data[cut:]]) == content(sample), cut
+
+
+def test_one_byte_chunks() -> None:
+    data = render(SAMPLE)
+    assert decode([data[i : i + 1] for i in range(len(data))]) == content(SAMPLE)
+
+
+def test_partial_line_written_as_soon_as_it_arrives() -> None:
+    decoder = LogDecoder()
+    assert decoder.feed(ts(0, 1) + b" 10%\r") == b"10%\r"
+    assert decoder.feed(b"50%\r") == b"50%\r"
+    assert decoder.feed(b"done\n" + ts(0, 2)) == b"done\n"
+    assert decoder.feed(b" next") == b"next"
+
+
+def test_resume_point_counts_lines_per_second() -> None:
+    decoder = LogDecoder()
+    decoder.feed(render(SAMPLE[:3]))
+    assert decoder.resume == ResumePoint(ts(0, 1), 3, None)
+    decoder.feed(render(SAMPLE[3:5]))
+    assert decoder.resume == ResumePoint(ts(1, 0), 1, None)
+    decoder.feed(render(SAMPLE[5:9]) + ts(3, 0) + b" no final")
+    assert decoder.resume == ResumePoint(ts(3, 0), 2, len(b"no final"))
+    assert decoder.resume.since_time() == "2026-12-02T19:00:03Z"
+    assert LogDecoder().resume.since_time() is None
+
+
+def test_trimmed_fraction_digits_are_timestamps() -> None:
+    # Go's RFC3339Nano drops trailing zeros, down to no fraction at all.
+    data = b"2026-12-02T19:00:01.5Z a\n2026-12-02T19:00:01Z b\n"
+    decoder = LogDecoder()
+    assert decoder.feed(data) == b"a\nb\n"
+    assert decoder.resume == ResumePoint(b"2026-12-02T19:00:01Z", 2, None)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"no timestamp here\nnor here\n",
+        b"x" * 100 + b"\n",
+        b"nospace-at-all-in-a-very-long-first-line-without-any-break\n",
+        b"\n\n",
+    ],
+)
+def test_lines_without_timestamp_pass_through_whole(data: bytes) -> None:
+    for cut in range(len(data) + 1):
+        assert decode([data[:cut], data[cut:]]) == data, cut
+
+
+def test_a_clean_end_releases_a_held_line_start() -> None:
+    decoder = LogDecoder()
+    assert decoder.feed(b"short") == b""  # it could still become a timestamp
+    assert decoder.end() == b"short"
+    assert decoder.end() == b""
+
+
+# --- the decoder, across a drop
+
+
+def replay_after(decoder: LogDecoder, lines: Sequence[Line]) -> bytes:
+    decoder.restart()
+    return render(lines, decoder.resume.since_time())
+
+
+@pytest.mark.parametrize("sample", [SAMPLE, LONG_SAMPLE], ids=["sample", "long"])
+def test_drop_at_every_byte_then_replay(sample: list[Line]) -> None:
+    data = render(sample)
+    for cut in range(len(data) + 1):
+        decoder = LogDecoder()
+        written = decoder.feed(data[:cut])
+        written += decoder.feed(replay_after(decoder, sample))
+        assert written == content(sample), cut
+
+
+def test_two_drops_at_every_pair_of_offsets() -> None:
+    data = render(SAMPLE)
+    for first in range(0, len(data) + 1, 3):
+        decoder = LogDecoder()
+        written = decoder.feed(data[:first])
+        again = replay_after(decoder, SAMPLE)
+        for second in range(len(again) + 1):
+            twice = LogDecoder()
+            out = twice.feed(data[:first])
+            out += twice.feed(replay_after(twice, SAMPLE)[:second])
+            out += twice.feed(replay_after(twice, SAMPLE))
+            assert out == content(SAMPLE), (first, second)
+        assert written + decoder.feed(again) == content(SAMPLE)
+
+
+def test_replay_in_any_chunking() -> None:
+    data = render(SAMPLE)
+    cut = data.index(b"progress 50%")  # mid-line, in the second of the progress bar
+    for size in (1, 2, 5, 17, 1000):
+        decoder = LogDecoder()
+        written = decoder.feed(data[:cut])
+        replay = replay_after(decoder, SAMPLE)
+        written += decode([replay[i : i + size] for i in range(0, len(replay), size)], decoder)
+        assert written == content(SAMPLE), size
+
+
+def test_identical_timestamps_are_counted_not_collapsed() -> None:
+    same = [(ts(5, 0), b"%d\n" % i) for i in range(6)]
+    data = render(same)
+    decoder = LogDecoder()
+    first = decoder.feed(data[: data.index(b"3\n")])  # lines 0-2 whole, line 3 not begun
+    assert first == b"0\n1\n2\n"
+    assert decoder.resume == ResumePoint(ts(5, 0), 4, 0)
+    assert first + decoder.feed(replay_after(decoder, same)) == content(same)
+
+
+def test_drop_during_timestamp_keeps_resume_point() -> None:
+    decoder = LogDecoder()
+    decoder.feed(render(SAMPLE[:2]) + ts(0, 1)[:12])
+    assert decoder.resume == ResumePoint(ts(0, 1), 2, None)
+
+
+# --- the follower against scripted streams
+
+
+@dataclass
+class Script:
+    chunks: list[bytes] = field(default_factory=list)
+    code: int | None = 0  # None: runs until terminated
+    stderr: bytes = b""
+
+
+class FakeStream:
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self.stderr = script.stderr
+        self.terminated = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        if self.script.code is not None:
+            return self.script.code
+        return -15 if self.terminated.wait(timeout) else None
+
+    def terminate(self) -> None:
+        self.terminated.set()
+
+
+class FakeKubectl:
+    """Stands in for kubectl.start: each connect plays the next script."""
+
+    def __init__(self, scripts: list[Script]) -> None:
+        self.scripts = scripts
+        self.calls: list[list[str]] = []
+        self.streams: list[FakeStream] = []
+
+    def __call__(self, args: Sequence[str], on_stdout: Callable[[bytes], None]) -> FakeStream:
+        self.calls.append(list(args))
+        script = self.scripts.pop(0) if self.scripts else Script(code=None)
+        for chunk in script.chunks:
+            on_stdout(chunk)
+        stream = FakeStream(script)
+        self.streams.append(stream)
+        return stream
+
+
+FAST = Backoff(attempts=5, first_seconds=0.001, max_seconds=0.004, stable_seconds=1000)
+TARGET = kubectl.Target(context="kubesim", namespace="ns")
+BASE = ["logs", "-f", "--timestamps", "p", "-c", "main"]
+EOF_ERROR = b"error: unexpected EOF\n"
+GIVE_UP = (
+    "squarepeg: warning: lost the log stream of pod p ({}); its output may be incomplete: "
+    "see all of it with `kubectl logs p -c main --context=kubesim --namespace=ns`\n"
+)
+
+
+def follower(
+    scripts: list[Script], out: io.BytesIO | None = None, backoff: Backoff = FAST
+) -> tuple[LogFollower, FakeKubectl, io.BytesIO, io.StringIO]:
+    fake = FakeKubectl(scripts)
+    out = out if out is not None else io.BytesIO()
+    err = io.StringIO()
+    logs = LogFollower(TARGET, "p", "main", out, Console(err), backoff=backoff, start=fake)
+    return logs, fake, out, err
+
+
+def retry_line(reason: str, delay: str, attempt: int) -> str:
+    return (
+        f"squarepeg: the log stream of pod p dropped ({reason}); will retry in {delay}s "
+        f"(attempt {attempt} of 5)\n"
+    )
+
+
+def test_follower_reconnects_twice_and_writes_everything_once() -> None:
+    data = render(SAMPLE)
+    cut1, cut2 = data.index(b"red"), data.index(b"50%")
+    again = render(SAMPLE, "2026-12-02T19:00:00Z")
+    third = render(SAMPLE, "2026-12-02T19:00:01Z")
+    scripts = [
+        Script([data[:cut1]], 1, EOF_ERROR),
+        Script([again[:10], again[10 : again.index(b"50%")]], 1, EOF_ERROR),
+        Script([third], 0),
+    ]
+    logs, fake, out, err = follower(scripts)
+    logs.start()
+    assert logs.finish(5.0) is True
+    assert logs.join(1.0) is True
+    assert out.getvalue() == content(SAMPLE)
+    assert cut2 > cut1
+    assert fake.calls == [
+        BASE,
+        [*BASE, "--since-time=2026-12-02T19:00:00Z"],
+        [*BASE, "--since-time=2026-12-02T19:00:01Z"],
+    ]
+    # The second drop made progress (it wrote new bytes), so its attempt count restarts.
+    assert err.getvalue() == retry_line("unexpected EOF", "0.001", 1) * 2
+    assert (logs.gave_up, logs.error) == (False, None)
+
+
+def test_follower_gives_up_after_five_attempts_without_progress() -> None:
+    scripts = [Script([render(SAMPLE[:1])], 1, EOF_ERROR)]
+    scripts += [Script([], 1, b"error: unexpected EOF\n") for _ in range(5)]
+    logs, fake, out, err = follower(scripts)
+    logs.start()
+    assert logs.join(5.0) is True
+    assert logs.finish(1.0) is False
+    assert out.getvalue() == b"first line\n"
+    assert len(fake.calls) == 6
+    delays = ["0.001", "0.002", "0.004", "0.004", "0.004"]
+    expected = "".join(retry_line("unexpected EOF", d, i + 1) for i, d in enumerate(delays))
+    assert err.getvalue() == expected + GIVE_UP.format("unexpected EOF")
+    assert (logs.gave_up, logs.error) == (True, "unexpected EOF")
+
+
+def test_follower_retries_a_container_waiting_to_start() -> None:
+    waiting = b'error: container "main" in pod "p" is waiting to start: ContainerCreating\n'
+    logs, fake, out, err = follower([Script([], 1, waiting), Script([render(SAMPLE)], 0)])
+    logs.start()
+    assert logs.finish(5.0) is True
+    assert out.getvalue() == content(SAMPLE)
+    assert fake.calls == [BASE, BASE]
+    reason = 'container "main" in pod "p" is waiting to start: ContainerCreating'
+    assert err.getvalue() == retry_line(reason, "0.001", 1)
+
+
+def test_follower_gives_up_at_once_when_retrying_cannot_help() -> None:
+    forbidden = (
+        b'Error from server (Forbidden): pods "p" is forbidden: User "alice" cannot get '
+        b'resource "pods/log" in the namespace "ns"\n'
+    )
+    logs, fake, _, err = follower([Script([], 1, forbidden)])
+    logs.start()
+    assert logs.join(5.0) is True
+    reason = '(Forbidden): pods "p" is forbidden: User "alice" cannot get resource "pods/log"' \
+        ' in the namespace "ns"'
+    assert err.getvalue() == GIVE_UP.format(reason)
+    assert len(fake.calls) == 1
+
+
+def test_retryable() -> None:
+    assert retryable("unexpected EOF")
+    assert retryable('container "main" in pod "p" is waiting to start: ContainerCreating')
+    assert retryable("The connection to the server 127.0.0.1:1 was refused")
+    assert not retryable('pods "p" not found')
+    assert not retryable("Unauthorized")
+
+
+def test_a_clean_end_before_finish_waits_for_finish_not_a_reconnect() -> None:
+    slow = Backoff(attempts=5, first_seconds=30.0, max_seconds=30.0, stable_seconds=1000)
+    logs, fake, out, err = follower([Script([render(SAMPLE)], 0)], backoff=slow)
+    logs.start()
+    assert logs.join(0.2) is False  # ended cleanly, waiting for finish() before any retry
+    assert logs.finish(5.0) is True
+    assert logs.join(0) is True
+    assert (out.getvalue(), err.getvalue(), len(fake.calls)) == (content(SAMPLE), "", 1)
+
+
+def test_a_clean_end_before_the_container_ended_is_resumed() -> None:
+    data = render(SAMPLE)
+    cut = data.index(b"binary")
+    rest = render(SAMPLE, "2026-12-02T19:00:01Z")
+    logs, fake, out, err = follower([Script([data[:cut]], 0), Script([rest], None)])
+    logs.start()
+
+    def resumed() -> bool:
+        return len(fake.calls) == 2 and out.getvalue() == content(SAMPLE)
+
+    assert wait_until(resumed)
+    assert err.getvalue() == ""  # no "will retry" for a clean end
+    logs.stop()
+    assert logs.join(5.0) is True
+    assert fake.streams[1].terminated.is_set()
+    assert fake.calls[1] == [*BASE, "--since-time=2026-12-02T19:00:01Z"]
+
+
+def test_stop_ends_the_stream_without_complaint() -> None:
+    logs, fake, out, err = follower([Script([render(SAMPLE[:2])], None)])
+    logs.start()
+    assert wait_until(lambda: out.getvalue() == b"first line\nsame timestamp\n")
+    logs.stop()
+    assert logs.join(5.0) is True
+    assert fake.streams[0].terminated.is_set()
+    assert (err.getvalue(), logs.gave_up) == ("", False)
+
+
+def test_finish_deadline_stops_the_stream_and_says_output_may_be_incomplete() -> None:
+    logs, fake, _, err = follower([Script([render(SAMPLE[:1])], None)])
+    logs.start()
+    assert logs.finish(0.3) is False
+    assert fake.streams[0].terminated.is_set()
+    assert logs.join(0) is True
+    reason = "the stream did not end within 0.3s of the container's end"
+    assert err.getvalue() == GIVE_UP.format(reason)
+
+
+class BrokenOut(io.BytesIO):
+    def write(self, data: object) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_broken_stdout_stops_the_stream() -> None:
+    logs, fake, _, err = follower([Script([render(SAMPLE[:1])], None)], out=BrokenOut())
+    logs.start()
+    assert logs.join(5.0) is True
+    assert fake.streams[0].terminated.is_set()
+    assert err.getvalue() == GIVE_UP.format("cannot write to stdout ([Errno 32] Broken pipe)")
+
+
+def test_a_stream_that_stayed_up_counts_as_progress() -> None:
+    ticks = iter(range(0, 10000, 20))  # every look at the clock: 20 s later
+    scripts = [Script([], 1, EOF_ERROR) for _ in range(7)] + [Script([render(SAMPLE)], 0)]
+    fake = FakeKubectl(scripts)
+    out, err = io.BytesIO(), io.StringIO()
+    steady = Backoff(attempts=5, first_seconds=0.001, max_seconds=0.001, stable_seconds=10)
+    logs = LogFollower(
+        TARGET, "p", "main", out, Console(err), backoff=steady, start=fake,
+        clock=lambda: float(next(ticks)),
+    )
+    logs.start()
+    assert logs.finish(5.0) is True
+    assert out.getvalue() == content(SAMPLE)
+    assert err.getvalue() == retry_line("unexpected EOF", "0.001", 1) * 7
+
+
+def test_finish_and_join_before_start() -> None:
+    logs, fake, _, _ = follower([])
+    assert logs.finish(0.1) is True
+    assert logs.join(0.1) is True
+    assert fake.calls == []
+
+
+def wait_until(condition: Callable[[], bool], seconds: float = 5.0) -> bool:
+    done = threading.Event()
+    for _ in range(int(seconds / 0.01)):
+        if condition():
+            return True
+        done.wait(0.01)
+    return condition()
