@@ -1,0 +1,417 @@
+"""The orphan sweep ("The orphan sweep" in the lifecycle spec): what to delete, and deleting it.
+
+Owns two things, kept apart:
+
+- `select_orphans`, pure: from the listed Pods and Jobs and "now", the resources left behind
+  by earlier runs. Two categories: *finished* (a Pod Succeeded/Failed, a Job Complete/Failed,
+  older than the minimum age since it finished) and *stuck* (a Pod Pending with a container
+  waiting on a fail-fast reason, or a Job with no condition yet whose child pod is so stuck,
+  older than the minimum age since that pod was created). Anything else (Running, Pending
+  without a fail-fast reason, Unknown, terminating) is never an orphan at any age; a pod with
+  an owner (a Job's) is never deleted directly; the run's own resource is never a candidate.
+- the best-effort execution: one `kubectl get pods,jobs -l SELECTOR -o json` (the selector
+  scopes it server-side to the user's own, unkept resources) and the deletes batched into one
+  `kubectl delete` per argv-sized chunk, so its cost does not grow with the namespace or the
+  number of orphans. During a run it works on a background thread (`sweep_in_background`),
+  and any failure is one line on stderr that never changes the run's exit code; the `sweep`
+  command (`sweep_now`) reports failures as errors instead.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Final, Literal, Protocol
+
+from kubectl_squarepeg import kubectl, podstate
+from kubectl_squarepeg.console import Console
+from kubectl_squarepeg.errors import ClusterError, SquarepegError
+
+# The labels manifest.py writes (importing it would pull in the whole manifest chain).
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY = "squarepeg"
+CREATED_BY_LABEL = "squarepeg.io/created-by"
+KEEP_LABEL = "squarepeg.io/keep"
+
+FINISHED: Final = "finished"
+STUCK: Final = "stuck"
+Category = Literal["finished", "stuck"]
+
+# Well under Linux's per-call argument limit (ARG_MAX is usually 2 MiB, shared with the
+# environment); names are at most 63 characters, so one call takes about 1,500 resources.
+_ARGV_BUDGET_BYTES = 100_000
+_LIST_TIMEOUT_SECONDS = 60.0
+_DELETE_TIMEOUT_SECONDS = 120.0
+# `kubectl delete` prints one `KIND[.GROUP] "NAME" deleted` line per resource it removed.
+_DELETED_LINE = re.compile(r'^([a-z]+)(?:\.[\w.]+)? "([^"]+)" deleted')
+_SUMMARY_NAMES = 3
+
+
+def label_selector(created_by: str) -> str:
+    """The server-side scope: squarepeg's resources, of this user, not kept."""
+    return (
+        f"{MANAGED_BY_LABEL}={MANAGED_BY},{CREATED_BY_LABEL}={created_by},!{KEEP_LABEL}"
+    )
+
+
+@dataclass(frozen=True)
+class Orphan:
+    """A resource the sweep deletes: what it is, why, and how old it is in that respect."""
+
+    kind: Literal["Pod", "Job"]
+    name: str
+    category: Category
+    reason: str  # the phase, the Job condition, or the waiting reason that makes it one
+    age_seconds: float  # since it finished (finished) or since it was created (stuck)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.kind.lower()}/{self.name}"
+
+    def describe(self) -> str:
+        """`pod/x (finished: Succeeded 7m ago)`, `job/y (stuck: ErrImagePull, created 6m ago)`."""
+        age = format_age(self.age_seconds)
+        if self.category == FINISHED:
+            return f"{self.ref} ({FINISHED}: {self.reason} {age} ago)"
+        return f"{self.ref} ({STUCK}: {self.reason}, created {age} ago)"
+
+
+def format_age(seconds: float) -> str:
+    """A short human age, in the spirit of kubectl's AGE column: 45s, 7m, 5h3m, 2d4h."""
+    total = max(0, int(seconds))
+    if total < 120:
+        return f"{total}s"
+    minutes = total // 60
+    if minutes < 180:
+        return f"{minutes}m"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours}h{minutes}m" if minutes else f"{hours}h"
+    days, hours = divmod(hours, 24)
+    return f"{days}d{hours}h" if hours else f"{days}d"
+
+
+# --- selection (pure) -------------------------------------------------------------------
+
+def _kind(item: Mapping[str, Any]) -> str:
+    # List items may omit kind; a Job is the one with a pod template.
+    kind = item.get("kind")
+    if isinstance(kind, str) and kind:
+        return kind
+    return "Job" if "template" in (item.get("spec") or {}) else "Pod"
+
+
+def _meta(item: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = item.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _in_scope(item: Mapping[str, Any], created_by: str) -> bool:
+    """The selector, checked again: the sweep must never act on what it was not sent for."""
+    meta = _meta(item)
+    labels = meta.get("labels") or {}
+    return (
+        labels.get(MANAGED_BY_LABEL) == MANAGED_BY
+        and labels.get(CREATED_BY_LABEL) == created_by
+        and KEEP_LABEL not in labels
+        and not meta.get("deletionTimestamp")  # already going away
+    )
+
+
+def _age(since: datetime | None, now: datetime) -> float | None:
+    return None if since is None else (now - since).total_seconds()
+
+
+def _stuck_pod(pod: Mapping[str, Any], now: datetime) -> tuple[str, float] | None:
+    """(the fail-fast reason, seconds since created) for a Pending pod stuck on one."""
+    if podstate.phase(pod) != "Pending":
+        return None
+    reason = podstate.fail_fast_reason(pod)
+    age = _age(podstate.created_at(pod), now)
+    if reason is None or age is None:
+        return None
+    return reason, age
+
+
+def _pod_orphan(pod: Mapping[str, Any], now: datetime, min_age: float) -> Orphan | None:
+    name = str(_meta(pod).get("name", ""))
+    phase = podstate.phase(pod)
+    if phase in ("Succeeded", "Failed"):
+        age = _age(podstate.finished_at(pod), now)
+        if age is not None and age >= min_age:
+            return Orphan("Pod", name, FINISHED, phase, age)
+        return None
+    stuck = _stuck_pod(pod, now)
+    if stuck is not None and stuck[1] >= min_age:
+        return Orphan("Pod", name, STUCK, stuck[0], stuck[1])
+    return None
+
+
+def _owner_uids(pod: Mapping[str, Any]) -> set[str]:
+    refs = _meta(pod).get("ownerReferences") or []
+    return {str(ref.get("uid")) for ref in refs if isinstance(ref, Mapping)}
+
+
+def _job_orphan(
+    job: Mapping[str, Any], children: Sequence[Mapping[str, Any]], now: datetime, min_age: float
+) -> Orphan | None:
+    name = str(_meta(job).get("name", ""))
+    condition = podstate.job_finished_condition(job)
+    if condition is not None:
+        reason, finished = condition
+        age = _age(finished, now)
+        if age is not None and age >= min_age:
+            return Orphan("Job", name, FINISHED, reason, age)
+        return None
+    # backoffLimit 0 never records a failure while the only pod retries its pull: judge the
+    # Job by that pod.
+    for child in children:
+        stuck = _stuck_pod(child, now)
+        if stuck is not None and stuck[1] >= min_age:
+            return Orphan("Job", name, STUCK, stuck[0], stuck[1])
+    return None
+
+
+def select_orphans(
+    items: Iterable[Mapping[str, Any]],
+    *,
+    created_by: str,
+    now: datetime,
+    min_age: float,
+    exclude_uid: str | None = None,
+    exclude_name: str | None = None,
+) -> list[Orphan]:
+    """The orphans among listed Pods and Jobs, Jobs first, each kind in listing order.
+
+    `exclude_uid`/`exclude_name` name the run's own resource (its uid when known, else its
+    name), which is never a candidate, whatever state it is in.
+    """
+    pods: list[Mapping[str, Any]] = []
+    jobs: list[Mapping[str, Any]] = []
+    for item in items:
+        meta = _meta(item)
+        if not _in_scope(item, created_by):
+            continue
+        if exclude_uid is not None and meta.get("uid") == exclude_uid:
+            continue
+        if exclude_name is not None and meta.get("name") == exclude_name:
+            continue
+        (jobs if _kind(item) == "Job" else pods).append(item)
+
+    owned: dict[str, list[Mapping[str, Any]]] = {}
+    bare: list[Mapping[str, Any]] = []
+    for pod in pods:
+        uids = _owner_uids(pod)
+        if not uids:
+            bare.append(pod)
+        for uid in uids:
+            owned.setdefault(uid, []).append(pod)
+
+    orphans: list[Orphan] = []
+    for job in jobs:
+        found = _job_orphan(job, owned.get(str(_meta(job).get("uid")), []), now, min_age)
+        if found is not None:
+            orphans.append(found)
+    for pod in bare:
+        found = _pod_orphan(pod, now, min_age)
+        if found is not None:
+            orphans.append(found)
+    return orphans
+
+
+def delete_batches(orphans: Sequence[Orphan]) -> list[list[str]]:
+    """`kubectl delete` argument lists: every orphan once, as few calls as argv allows.
+
+    Pods and Jobs go in the same call: Background propagation is what a Job needs (so its
+    pod goes too) and what a Pod gets anyway.
+    """
+    fixed = ["delete", "--cascade=background", "--wait=false", "--ignore-not-found"]
+    batches: list[list[str]] = []
+    current: list[str] = []
+    size = 0
+    for orphan in orphans:
+        ref = orphan.ref
+        if current and size + len(ref) + 1 > _ARGV_BUDGET_BYTES:
+            batches.append([*fixed, *current])
+            current, size = [], 0
+        current.append(ref)
+        size += len(ref) + 1
+    if current:
+        batches.append([*fixed, *current])
+    return batches
+
+
+def deleted_refs(stdout: bytes) -> set[str]:
+    """The `kind/name` of every resource a `kubectl delete` reported as deleted."""
+    refs = set()
+    for line in stdout.decode("utf-8", "replace").splitlines():
+        match = _DELETED_LINE.match(line.strip())
+        if match:
+            refs.add(f"{match.group(1)}/{match.group(2)}")
+    return refs
+
+
+# --- execution --------------------------------------------------------------------------
+
+
+class _HasTarget(Protocol):
+    @property
+    def target(self) -> kubectl.Target: ...
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """What one sweep found and removed, and what went wrong (each a short sentence)."""
+
+    orphans: list[Orphan]
+    deleted: list[Orphan]
+    problems: list[str]
+    kubectl_calls: int
+
+
+def _list(target: kubectl.Target, created_by: str) -> tuple[list[dict[str, Any]], str | None]:
+    result = kubectl.run(
+        ["get", "pods,jobs", "-l", label_selector(created_by), "-o", "json"],
+        target,
+        timeout=_LIST_TIMEOUT_SECONDS,
+    )
+    items: list[dict[str, Any]] = []
+    try:
+        document = json.loads(result.stdout) if result.stdout.strip() else {}
+    except ValueError:
+        document = {}
+    if isinstance(document, dict):
+        found = document.get("items") or ([document] if "metadata" in document else [])
+        items = [item for item in found if isinstance(item, dict)]
+    # kubectl prints what it could list even when one kind is denied: sweep that much.
+    problem = None if result.ok else f"could not list pods,jobs: {result.error_text}"
+    return items, problem
+
+
+def run_sweep(
+    target: kubectl.Target,
+    created_by: str,
+    *,
+    min_age: float,
+    exclude_uid: str | None = None,
+    exclude_name: str | None = None,
+    dry_run: bool = False,
+    now: datetime | None = None,
+) -> SweepResult:
+    """List, select, delete (unless `dry_run`). Raises only what kubectl.run raises."""
+    items, problem = _list(target, created_by)
+    problems = [problem] if problem else []
+    orphans = select_orphans(
+        items,
+        created_by=created_by,
+        now=now or datetime.now(timezone.utc),
+        min_age=min_age,
+        exclude_uid=exclude_uid,
+        exclude_name=exclude_name,
+    )
+    calls = 1
+    if dry_run or not orphans:
+        return SweepResult(orphans, [], problems, calls)
+    gone: set[str] = set()
+    for args in delete_batches(orphans):
+        result = kubectl.run(args, target, timeout=_DELETE_TIMEOUT_SECONDS)
+        calls += 1
+        gone |= deleted_refs(result.stdout)
+        if not result.ok:
+            problems.append(f"could not delete every orphan: {result.error_text}")
+    deleted = [o for o in orphans if o.ref in gone]
+    return SweepResult(orphans, deleted, problems, calls)
+
+
+def _summary(deleted: Sequence[Orphan]) -> str:
+    shown = ", ".join(o.describe() for o in deleted[:_SUMMARY_NAMES])
+    more = len(deleted) - _SUMMARY_NAMES
+    noun = "resource" if len(deleted) == 1 else "resources"
+    tail = f" and {more} more" if more > 0 else ""
+    return f"orphan sweep: deleted {len(deleted)} {noun} left by earlier runs: {shown}{tail}"
+
+
+class SweepHandle:
+    """A sweep running on its own thread; `join` it before the process exits."""
+
+    def __init__(self, thread: threading.Thread) -> None:
+        self._thread = thread
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait up to `timeout` seconds; True when the sweep has finished."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+
+def sweep_in_background(
+    connection: _HasTarget,
+    created_by: str,
+    *,
+    min_age: float,
+    console: Console,
+    exclude_uid: str | None = None,
+    exclude_name: str | None = None,
+) -> SweepHandle:
+    """Start the run's sweep. It reports on `console` (stderr) and never raises."""
+    target = connection.target
+
+    def work() -> None:
+        try:
+            result = run_sweep(
+                target,
+                created_by,
+                min_age=min_age,
+                exclude_uid=exclude_uid,
+                exclude_name=exclude_name,
+            )
+        except SquarepegError as exc:
+            console.warn(f"orphan sweep skipped: {exc.message}")
+            return
+        except Exception as exc:  # best effort: nothing may escape into the run
+            console.warn(f"orphan sweep skipped: {type(exc).__name__}: {exc}")
+            return
+        if result.deleted:
+            console.status(_summary(result.deleted))
+        if result.problems:
+            console.warn(
+                f"orphan sweep incomplete in namespace {target.namespace}: "
+                + "; ".join(result.problems)
+            )
+
+    thread = threading.Thread(target=work, name="orphan-sweep", daemon=True)
+    thread.start()
+    return SweepHandle(thread)
+
+
+def sweep_now(
+    connection: _HasTarget,
+    created_by: str,
+    *,
+    min_age: float,
+    console: Console,
+    dry_run: bool = False,
+) -> int:
+    """`kubectl squarepeg sweep`: sweep now, one line per orphan; 0, or a ClusterError."""
+    target = connection.target
+    result = run_sweep(target, created_by, min_age=min_age, dry_run=dry_run)
+    verb = "would delete" if dry_run else "deleted"
+    listed = result.orphans if dry_run else result.deleted
+    for orphan in listed:
+        console.status(f"{verb} {orphan.describe()}")
+    if result.problems:
+        raise ClusterError(
+            f"orphan sweep in namespace {target.namespace}: " + "; ".join(result.problems),
+            "the sweep needs list and delete permission on pods and jobs in the namespace "
+            "(`kubectl auth can-i delete pods`)",
+        )
+    noun = "resource" if len(listed) == 1 else "resources"
+    if listed:
+        what = f"{len(listed)} orphaned {noun} {verb}"
+    else:
+        what = f"no orphaned resources of {created_by}"
+    console.status(f"{what} in namespace {target.namespace}")
+    return 0

@@ -1,0 +1,326 @@
+"""Orphan selection (pure) and the shape of the kubectl calls the sweep makes."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from kubectl_squarepeg import podstate, sweep
+from kubectl_squarepeg.sweep import Orphan
+
+NOW = datetime(2026, 12, 2, 20, 0, 0, tzinfo=timezone.utc)
+MIN_AGE = 300.0
+USER = "alice"
+FAIL_FAST = sorted(podstate.FAIL_FAST_REASONS)
+
+
+def ts(seconds_ago: float) -> str:
+    return (NOW - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def labels(user: str = USER, **extra: str) -> dict[str, str]:
+    return {
+        "app.kubernetes.io/managed-by": "squarepeg",
+        "squarepeg.io/run-id": "0b7c2a52-6f1e-4c59-9d55-0d8c3a9e4b11",
+        "squarepeg.io/created-by": user,
+        **extra,
+    }
+
+
+def pod(
+    name: str,
+    phase: str,
+    *,
+    created: float = 3600,
+    finished: float | None = None,
+    waiting: str | None = None,
+    owner_uid: str | None = None,
+    user: str = USER,
+    kind: bool = True,
+    **meta: Any,
+) -> dict[str, Any]:
+    if finished is not None:
+        exit_code = 0 if phase == "Succeeded" else 1
+        state: dict[str, Any] = {
+            "terminated": {
+                "exitCode": exit_code,
+                "reason": "Completed" if exit_code == 0 else "Error",
+                "startedAt": ts(created - 1),
+                "finishedAt": ts(finished),
+            }
+        }
+    elif waiting is not None:
+        state = {"waiting": {"reason": waiting, "message": "..."}}
+    elif phase == "Running":
+        state = {"running": {"startedAt": ts(created - 1)}}
+    else:
+        state = {"waiting": {"reason": "ContainerCreating"}}
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": "default",
+        "uid": f"uid-{name}",
+        "creationTimestamp": ts(created),
+        "labels": meta.pop("labels", labels(user)),
+        **meta,
+    }
+    if owner_uid is not None:
+        metadata["ownerReferences"] = [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": owner_uid,
+             "controller": True, "blockOwnerDeletion": True}
+        ]
+    item: dict[str, Any] = {
+        "metadata": metadata,
+        "spec": {"containers": [{"name": "main", "image": "alpine"}], "restartPolicy": "Never"},
+        "status": {
+            "phase": phase,
+            "containerStatuses": [{"name": "main", "image": "alpine", "ready": False,
+                                   "restartCount": 0, "state": state}],
+        },
+    }
+    if kind:
+        item = {"apiVersion": "v1", "kind": "Pod", **item}
+    return item
+
+
+def job(
+    name: str,
+    *,
+    created: float = 3600,
+    condition: str | None = None,
+    finished: float | None = None,
+    user: str = USER,
+    kind: bool = True,
+    **meta: Any,
+) -> dict[str, Any]:
+    conditions = []
+    status: dict[str, Any] = {"startTime": ts(created)}
+    if condition is not None:
+        assert finished is not None
+        # Current clusters add the interim condition first, then the final one.
+        interim = "SuccessCriteriaMet" if condition == "Complete" else "FailureTarget"
+        conditions = [
+            {"type": interim, "status": "True", "lastTransitionTime": ts(finished)},
+            {"type": condition, "status": "True", "lastTransitionTime": ts(finished)},
+        ]
+        if condition == "Complete":
+            status["completionTime"] = ts(finished)
+    status["conditions"] = conditions
+    item: dict[str, Any] = {
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "uid": f"uid-{name}",
+            "creationTimestamp": ts(created),
+            "labels": meta.pop("labels", labels(user)),
+            **meta,
+        },
+        "spec": {"backoffLimit": 0, "template": {"spec": {"containers": []}}},
+        "status": status,
+    }
+    if kind:
+        item = {"apiVersion": "batch/v1", "kind": "Job", **item}
+    return item
+
+
+def select(*items: dict[str, Any], **kwargs: Any) -> list[Orphan]:
+    return sweep.select_orphans(items, created_by=USER, now=NOW, min_age=MIN_AGE, **kwargs)
+
+
+# --- finished ---------------------------------------------------------------------------
+
+
+def test_finished_pods_older_than_min_age_since_they_finished() -> None:
+    assert select(
+        pod("ok", "Succeeded", finished=301),
+        pod("bad", "Failed", finished=7200),
+    ) == [
+        Orphan("Pod", "ok", "finished", "Succeeded", 301.0),
+        Orphan("Pod", "bad", "finished", "Failed", 7200.0),
+    ]
+
+
+def test_a_finished_pod_is_judged_by_when_it_finished_not_when_it_was_created() -> None:
+    assert select(pod("recent", "Succeeded", created=86400, finished=299)) == []
+
+
+def test_running_and_unknown_pods_are_never_orphans_at_any_age() -> None:
+    ancient = 400 * 86400
+    assert select(pod("r", "Running", created=ancient), pod("u", "Unknown", created=ancient)) == []
+
+
+# --- stuck ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reason", FAIL_FAST)
+def test_pending_on_each_fail_fast_reason_is_stuck_once_old_enough(reason: str) -> None:
+    assert select(pod("s", "Pending", created=600, waiting=reason)) == [
+        Orphan("Pod", "s", "stuck", reason, 600.0)
+    ]
+
+
+def test_a_stuck_pod_younger_than_min_age_is_left_alone() -> None:
+    assert select(pod("s", "Pending", created=299, waiting="ErrImagePull")) == []
+
+
+@pytest.mark.parametrize("reason", ["ContainerCreating", "PodInitializing", None])
+def test_pending_without_a_fail_fast_reason_is_never_swept(reason: str | None) -> None:
+    slow = pod("slow", "Pending", created=30 * 86400, waiting=reason)
+    if reason is None:  # unschedulable: no container status at all
+        slow["status"] = {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
+    assert select(slow) == []
+
+
+# --- exemptions -------------------------------------------------------------------------
+
+
+def test_kept_other_users_unmanaged_and_terminating_resources_are_exempt() -> None:
+    old = {"finished": 3000}
+    assert select(
+        pod("kept", "Succeeded", labels=labels(**{"squarepeg.io/keep": "true"}), **old),
+        pod("bob", "Succeeded", user="bob", **old),
+        pod("theirs", "Succeeded", labels={"app": "web"}, **old),
+        pod("going", "Succeeded", deletionTimestamp=ts(5), **old),
+        job("kept-job", condition="Complete", labels=labels(**{"squarepeg.io/keep": "true"}),
+            **old),
+    ) == []
+
+
+def test_the_runs_own_resource_is_never_a_candidate() -> None:
+    mine = pod("mine", "Failed", finished=3000)
+    other = pod("other", "Failed", finished=3000)
+    assert [o.name for o in select(mine, other, exclude_uid="uid-mine")] == ["other"]
+    assert [o.name for o in select(mine, other, exclude_name="mine")] == ["other"]
+
+
+# --- jobs -------------------------------------------------------------------------------
+
+
+def test_jobs_are_judged_by_their_complete_or_failed_condition() -> None:
+    assert select(
+        job("done", condition="Complete", finished=301),
+        job("broke", condition="Failed", finished=4000),
+        job("fresh", condition="Complete", finished=10),
+    ) == [
+        Orphan("Job", "done", "finished", "Complete", 301.0),
+        Orphan("Job", "broke", "finished", "Failed", 4000.0),
+    ]
+
+
+def test_a_job_owned_pod_is_never_deleted_directly() -> None:
+    # Its Job is running (no condition): neither is an orphan, though the pod looks finished.
+    parent = job("j")
+    child = pod("j-abcde", "Failed", finished=4000, owner_uid="uid-j")
+    assert select(parent, child) == []
+    # A Job we cannot see (listing denied): its pod is still not ours to delete.
+    assert select(pod("k-abcde", "Succeeded", finished=4000, owner_uid="uid-k")) == []
+
+
+def test_a_job_without_a_condition_is_judged_by_its_stuck_child() -> None:
+    parent = job("j", created=900)
+    child = pod("j-abcde", "Pending", created=899, waiting="ImagePullBackOff", owner_uid="uid-j")
+    assert select(parent, child) == [Orphan("Job", "j", "stuck", "ImagePullBackOff", 899.0)]
+
+
+def test_a_job_whose_child_is_young_running_or_slow_is_left_alone() -> None:
+    assert select(
+        job("young", created=100),
+        pod("young-1", "Pending", created=100, waiting="ErrImagePull", owner_uid="uid-young"),
+        job("run", created=9000),
+        pod("run-1", "Running", created=9000, owner_uid="uid-run"),
+        job("slow", created=9000),
+        pod("slow-1", "Pending", created=9000, owner_uid="uid-slow"),
+        job("childless", created=9000),
+    ) == []
+
+
+def test_the_interim_condition_alone_does_not_make_a_job_finished() -> None:
+    pending = job("j")
+    pending["status"]["conditions"] = [
+        {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": ts(4000)}
+    ]
+    assert select(pending) == []
+
+
+def test_items_without_kind_are_told_apart_by_their_shape() -> None:
+    assert select(
+        job("j", condition="Failed", finished=600, kind=False),
+        pod("p", "Succeeded", finished=600, kind=False),
+    ) == [
+        Orphan("Job", "j", "finished", "Failed", 600.0),
+        Orphan("Pod", "p", "finished", "Succeeded", 600.0),
+    ]
+
+
+# --- the kubectl calls ------------------------------------------------------------------
+
+
+def test_label_selector_scopes_to_the_users_own_unkept_resources() -> None:
+    assert sweep.label_selector("alice") == (
+        "app.kubernetes.io/managed-by=squarepeg,squarepeg.io/created-by=alice,"
+        "!squarepeg.io/keep"
+    )
+
+
+FIXED = ["delete", "--cascade=background", "--wait=false", "--ignore-not-found"]
+
+
+def _orphans(count: int, length: int = 20) -> list[Orphan]:
+    return [
+        Orphan("Job" if i % 2 else "Pod", f"o{i:05d}".ljust(length, "x"), "finished", "Failed", 1)
+        for i in range(count)
+    ]
+
+
+def test_three_and_three_hundred_orphans_are_one_delete_call_each() -> None:
+    assert sweep.delete_batches(_orphans(3)) == [
+        [*FIXED, "pod/o00000xxxxxxxxxxxxxx", "job/o00001xxxxxxxxxxxxxx", "pod/o00002xxxxxxxxxxxxxx"]
+    ]
+    batches = sweep.delete_batches(_orphans(300, length=63))
+    assert len(batches) == 1
+    assert len(batches[0]) == len(FIXED) + 300
+
+
+def test_a_huge_sweep_is_chunked_under_the_argv_limit_with_each_orphan_once() -> None:
+    orphans = _orphans(5000, length=63)
+    batches = sweep.delete_batches(orphans)
+    assert len(batches) == 4
+    for batch in batches:
+        assert batch[: len(FIXED)] == FIXED
+        assert sum(len(arg) + 1 for arg in batch) < 110_000
+    refs = [ref for batch in batches for ref in batch[len(FIXED):]]
+    assert refs == [o.ref for o in orphans]
+
+
+def test_no_orphans_no_delete_call() -> None:
+    assert sweep.delete_batches([]) == []
+
+
+def test_deleted_refs_reads_what_kubectl_delete_printed() -> None:
+    out = (
+        b'pod "a" deleted\n'
+        b'job.batch "b" deleted\n'
+        b'pod "c" deleted from default namespace\n'
+        b"Warning: something else\n"
+    )
+    assert sweep.deleted_refs(out) == {"pod/a", "job/b", "pod/c"}
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0, "0s"), (119.9, "119s"), (120, "2m"), (10799, "179m"), (10800, "3h"),
+     (4 * 3600 + 60 * 7, "4h7m"), (48 * 3600, "2d"), (50 * 3600, "2d2h"), (-5, "0s")],
+)
+def test_format_age(seconds: float, text: str) -> None:
+    assert sweep.format_age(seconds) == text
+
+
+def test_describe_names_the_category_reason_and_age() -> None:
+    assert Orphan("Pod", "p", "finished", "Succeeded", 420).describe() == (
+        "pod/p (finished: Succeeded 7m ago)"
+    )
+    assert Orphan("Job", "j", "stuck", "ErrImagePull", 360).describe() == (
+        "job/j (stuck: ErrImagePull, created 6m ago)"
+    )
