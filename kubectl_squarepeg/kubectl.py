@@ -18,6 +18,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -77,6 +78,36 @@ def _sh() -> Any:  # the sh module, imported on first use
     import sh
 
     return sh
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent_hook() -> Callable[[], None] | None:
+    """A pre-exec hook asking Linux to SIGTERM the child when squarepeg's thread dies.
+
+    `terminate_all` covers every exit squarepeg lives through; this covers the one it does
+    not (kill -9), which would otherwise leave a `kubectl get -w` running forever. The
+    signal goes when the thread that started the child ends, which is why long-lived
+    children are started from the thread that waits for them. None where there is no prctl.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def hook() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # squarepeg died before the request took effect
+            os._exit(1)
+
+    return hook
 
 
 def _kubectl_path() -> str:
@@ -276,6 +307,9 @@ def start(
         "_env": dict(os.environ),
         "_err": _ByteSink(stderr.extend),
     }
+    hook = _die_with_parent_hook()
+    if hook is not None:
+        options["_preexec_fn"] = hook
     sink = None
     reader = None
     if on_stdout is not None:

@@ -4,28 +4,29 @@ exit code, cleanup (lifecycle spec, steps 4 to 7); and `--dry-run-server`.
 Owns the order of the phases and the one place where cleanup happens (`Run.cleanup`,
 exactly once, on every exit path: a normal end, a startup failure, an error, an
 interrupt), and what a rejected create means to the user. The main thread never blocks in
-one long call: it waits in short slices (watch.SLICE_SECONDS), so a signal handler can
-raise `Interrupted` at any point; between phases `_checkpoint` is the place a cancellation
-is honoured.
+one long call: it waits in short slices (watch.SLICE_SECONDS), so the two-stage interrupt
+(interrupt.py) can raise `Interrupted` at any point outside a shield; the create and the
+exit-code extraction are shielded, so a first Ctrl-C lets them finish.
 
-Kept costs low on purpose (scripts/bench-run): a clean run starts four kubectl processes:
-the watch (started while the create is still in flight), the create, the log stream and
-the delete (which does not wait for the pod to be gone).
+The orphan sweep starts on its own thread once the create succeeded (a create that failed
+has nothing to ride along with), and the exit path waits for it. Kept costs low on purpose
+(scripts/bench-run): a clean run starts four kubectl processes of its own (the watch,
+started while the create is still in flight; the create; the log stream; the delete, which
+does not wait for the pod to be gone), plus the sweep's list, and its delete when it found
+orphans.
 """
 
 from __future__ import annotations
 
-import importlib
+import contextlib
 import json
 import sys
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
-from kubectl_squarepeg import kubectl, podstate, watch
+from kubectl_squarepeg import interrupt, kubectl, logs, podstate, sweep, watch
 from kubectl_squarepeg.console import Console
-from kubectl_squarepeg.errors import ClusterError, Interrupted, SquarepegError
-from kubectl_squarepeg.interrupt import Resource
+from kubectl_squarepeg.errors import INTERRUPTED, ClusterError, Interrupted, SquarepegError
 
 if TYPE_CHECKING:
     from kubectl_squarepeg.connect import Connection
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 MAIN = podstate.MAIN
 # How long the log stream may take to deliver what the container wrote after it ended.
 LOG_DRAIN_SECONDS = 30.0
+# How long the exit path waits for the orphan sweep that rode along with the run.
+SWEEP_JOIN_SECONDS = 60.0
 
 
 class Follower(Protocol):
@@ -42,43 +45,7 @@ class Follower(Protocol):
     def start(self) -> None: ...
     def stop(self) -> None: ...
     def join(self, timeout: float | None = None) -> bool: ...
-    def finish(self, deadline_seconds: float) -> None: ...
-
-
-class _WholeLog:
-    """Stand-in for logs.LogFollower until it lands: the whole log, once the run ended."""
-
-    def __init__(
-        self, target: kubectl.Target, pod: str, container: str, out: BinaryIO, console: Console
-    ) -> None:
-        self._target, self._pod, self._container, self._out = target, pod, container, out
-        self._console = console
-
-    def start(self) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
-
-    def join(self, timeout: float | None = None) -> bool:
-        return True
-
-    def finish(self, deadline_seconds: float) -> None:
-        result = kubectl.logs(self._target, self._pod, self._container)
-        if not result.ok:
-            self._console.warn(f"could not read the log of pod {self._pod}: {result.error_text}")
-        self._out.write(result.stdout)
-        self._out.flush()
-
-
-def _follower_factory() -> Callable[..., Follower]:
-    # Imported late: logs.py is optional until it lands, and a dry run never needs it.
-    try:
-        logs = importlib.import_module("kubectl_squarepeg.logs")
-    except ImportError:
-        return _WholeLog
-    factory: Callable[..., Follower] = logs.LogFollower
-    return factory
+    def finish(self, deadline_seconds: float) -> bool: ...
 
 
 # --- a rejected create ----------------------------------------------------------------------
@@ -150,6 +117,17 @@ def dry_run_server(plan: Plan, connection: Connection, console: Console) -> int:
 # --- the run --------------------------------------------------------------------------------
 
 
+class _Shields(Protocol):
+    """The part of interrupt.TwoStageInterrupt the run uses to keep a step whole."""
+
+    def shield(self, *, raise_pending: bool = True) -> contextlib.AbstractContextManager[None]: ...
+
+
+class _NoShields:
+    def shield(self, *, raise_pending: bool = True) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+
 class Run:
     """One run's resource on the cluster, from its create to its cleanup."""
 
@@ -161,33 +139,31 @@ class Run:
         *,
         out: BinaryIO | None = None,
         follower: Callable[..., Follower] | None = None,
+        shields: _Shields | None = None,
     ) -> None:
         self.plan = plan
         self.target = connection.target
         self.namespace = connection.namespace
         self.console = console
-        self.resource = Resource(
+        self.resource = interrupt.Resource(
             plan.kind,
             plan.name,
             connection.target,
             in_cluster=connection.in_cluster,
             keep=plan.options.keep,
         )
+        self._connection = connection
         self._out = out if out is not None else sys.stdout.buffer
         self._follower_factory = follower
-        self.cancel = threading.Event()
+        self.shields: _Shields = shields or _NoShields()
         self.created = False
         self.uid: str | None = None
         self._watch: watch.PodWatch | None = None
         self._logs: Follower | None = None
+        self._sweep: sweep.SweepHandle | None = None
         self._cleaned = False
 
     # -- phases
-
-    def _checkpoint(self) -> None:
-        """Between phases: stop here if the run was cancelled."""
-        if self.cancel.is_set():
-            raise Interrupted("the run was interrupted")
 
     def _start_watch(self) -> watch.PodWatch:
         if self.plan.kind == "Job":
@@ -199,26 +175,43 @@ class Run:
 
     def create(self) -> None:
         # The watch starts before the create returns (it tolerates a pod that does not exist
-        # yet), so the two kubectl start-ups overlap.
+        # yet), so the two kubectl start-ups overlap. The create itself is shielded: a first
+        # Ctrl-C while it is in flight waits for it, so a created resource is always known
+        # and deleted, never left behind by a create that finished after we stopped looking.
         self._start_watch().start(early=True)
-        result = kubectl.create(self.target, _manifest_bytes(self.plan))
-        if not result.ok:
-            raise rejection(result, self.plan.kind, self.plan.name, self.namespace)
-        self.created = True
-        try:
-            self.uid = podstate.uid(json.loads(result.stdout)) or None
-        except ValueError:
-            self.uid = None
+        with self.shields.shield():
+            result = kubectl.create(self.target, _manifest_bytes(self.plan))
+            if not result.ok:
+                raise rejection(result, self.plan.kind, self.plan.name, self.namespace)
+            self.created = True
+            try:
+                self.uid = podstate.uid(json.loads(result.stdout)) or None
+            except ValueError:
+                self.uid = None
+            self._start_sweep()
+
+    def _start_sweep(self) -> None:
+        """The orphan sweep rides along from here, on its own thread (lifecycle spec)."""
+        options = self.plan.options
+        if not options.orphan_sweep:
+            return
+        self._sweep = sweep.sweep_in_background(
+            self._connection,
+            self.plan.created_by,
+            min_age=options.orphan_sweep_min_age,
+            console=self.console,
+            exclude_uid=self.uid,
+            exclude_name=self.plan.name,
+        )
 
     def start_logs(self, pod: str) -> None:
-        factory = self._follower_factory or _follower_factory()
+        factory = self._follower_factory or logs.LogFollower
         self._logs = factory(self.target, pod, MAIN, self._out, self.console)
         self._logs.start()
 
     def execute(self) -> int:
         """Every phase in order; the exit code. Cleanup is the caller's (`run_lifecycle`)."""
         self.create()
-        self._checkpoint()
         assert self._watch is not None
         reporter = watch.EventReporter(self.console, watch.warning_events(self.target))
         started = watch.wait_for_start(
@@ -227,27 +220,29 @@ class Run:
             reporter=reporter,
             target=self.target,
         )
-        self._checkpoint()
         pod = self._watch.pod_name or self.plan.name
         if started.type != "DELETED":
             self.start_logs(pod)
         outcome = watch.wait_for_finish(self._watch, started)
-        self._checkpoint()
-        if self._logs is not None:
-            self._logs.finish(LOG_DRAIN_SECONDS)
-        if not outcome.from_container:
-            raise ClusterError(
-                outcome.message or f"pod {pod} ended without an exit code",
-                f"the run did not finish; {self.resource.describe_command()} may say why",
-            )
-        if outcome.message:
-            self.console.warn(outcome.message)
-        return outcome.exit_code
+        # The exit code is known: a first Ctrl-C from here on lets the output drain and
+        # the code be reported, then exits 130 (the shield raises it at its end).
+        with self.shields.shield():
+            if self._logs is not None:
+                self._logs.finish(LOG_DRAIN_SECONDS)
+            if not outcome.from_container:
+                raise ClusterError(
+                    outcome.message or f"pod {pod} ended without an exit code",
+                    f"the run did not finish; {self.resource.describe_command()} may say why",
+                )
+            if outcome.message:
+                self.console.warn(outcome.message)
+            return outcome.exit_code
 
     # -- the one cleanup
 
     def cleanup(self) -> None:
-        """Stop the watch and logs, delete the resource unless kept, end every child. Once."""
+        """Stop the watch and logs, delete the resource unless kept, let the sweep finish,
+        end every child. Runs once, whatever happened before."""
         if self._cleaned:
             return
         self._cleaned = True
@@ -261,6 +256,10 @@ class Run:
                     self._print_inspect_commands()
                 else:
                     self._delete()
+            if self._sweep is not None and not self._sweep.join(SWEEP_JOIN_SECONDS):
+                self.console.warn(
+                    f"orphan sweep still running after {SWEEP_JOIN_SECONDS:g}s; stopped it"
+                )
         finally:
             kubectl.terminate_all()
 
@@ -283,9 +282,32 @@ class Run:
 
 
 def run_lifecycle(plan: Plan, connection: Connection, console: Console) -> int:
-    """Run the plan on the cluster and return the exit code squarepeg exits with."""
+    """Run the plan on the cluster, guarded by the two-stage interrupt; the exit code.
+
+    A signal during the run makes the exit code 130 whatever else happened; the cleanup
+    (delete unless kept, the sweep's end) runs shielded, so a first signal cannot cut it
+    short, while a second one abandons it (interrupt.py).
+    """
     run = Run(plan, connection, console)
-    try:
-        return run.execute()
-    finally:
-        run.cleanup()
+    with interrupt.guard(run.resource, console) as handler:
+        run.shields = handler
+        try:
+            code = run.execute()
+        except Interrupted:
+            code = INTERRUPTED
+        except SquarepegError:
+            if not handler.interrupted:
+                raise
+            code = INTERRUPTED
+        finally:
+            with handler.shield(raise_pending=False):
+                run.cleanup()
+        return INTERRUPTED if handler.interrupted else code
+
+
+def execute(plan: Plan, connection: Connection, console: Console) -> int:
+    """What `run` does once the plan and the connection are known: a server-side dry run,
+    or the whole lifecycle."""
+    if plan.options.dry_run_server:
+        return dry_run_server(plan, connection, console)
+    return run_lifecycle(plan, connection, console)
