@@ -1,0 +1,107 @@
+"""What the `bench-*` scripts share: a kubesim of their own, timing, and a counting kubectl.
+
+Not a test helper: benchmarks print numbers measured in one run; they assert nothing. Each
+starts its own simulator in a temporary folder and stops it (and every container it ran)
+however the benchmark ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = ROOT / ".venv" / "bin"
+SQUAREPEG = str(VENV_BIN / "kubectl-squarepeg")
+READY_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class Sim:
+    """A running simulator: its folder and the environment that points kubectl at it."""
+
+    work: Path
+    env: dict[str, str]
+
+    def kubectl(self, *args: str, stdin: bytes | None = None) -> bytes:
+        done = subprocess.run(["kubectl", *args], env=self.env, input=stdin,
+                              capture_output=True, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"kubectl {' '.join(args[:3])} failed: {done.stderr.decode()}")
+        return done.stdout
+
+
+@contextlib.contextmanager
+def kubesim(scenario: str | None = None) -> Iterator[Sim]:
+    """Start `scripts/kubesim serve` in a temporary folder; stop it on the way out."""
+    with tempfile.TemporaryDirectory(prefix="squarepeg-bench-") as tmp:
+        work = Path(tmp)
+        kubeconfig = work / "kubeconfig"
+        argv = [str(ROOT / "scripts" / "kubesim"), "serve", "--kubeconfig", str(kubeconfig)]
+        if scenario is not None:
+            (work / "scenario.yaml").write_text(scenario)
+            argv += ["--scenario", str(work / "scenario.yaml")]
+        ready = work / "kubesim.out"
+        with ready.open("wb") as out:
+            sim = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL,
+                                   start_new_session=True)
+        try:
+            deadline = time.monotonic() + READY_SECONDS
+            while not (ready.stat().st_size and kubeconfig.exists()):
+                if sim.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("bench: kubesim did not start")
+                time.sleep(0.05)
+            env = {
+                **os.environ,
+                "KUBECONFIG": str(kubeconfig),
+                "KUBECACHEDIR": str(work / "cache"),
+                "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}",
+            }
+            yield Sim(work, env)
+        finally:
+            _stop(sim)
+
+
+def _stop(sim: subprocess.Popen[bytes]) -> None:
+    if sim.poll() is not None:
+        return
+    os.killpg(sim.pid, signal.SIGTERM)
+    try:
+        sim.wait(15)
+    except subprocess.TimeoutExpired:
+        os.killpg(sim.pid, signal.SIGKILL)
+        sim.wait()
+
+
+def timed(argv: list[str], env: dict[str, str], *, ok_codes: tuple[int, ...] = (0,)) -> float:
+    """Seconds one command took, start to exit; its output is thrown away."""
+    began = time.perf_counter()
+    done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          check=False)
+    elapsed = time.perf_counter() - began
+    if done.returncode not in ok_codes:
+        raise SystemExit(f"bench: {argv[0]} failed ({done.returncode}): {done.stderr!r}")
+    return elapsed
+
+
+def counting_path(work: Path) -> tuple[str, Path]:
+    """A PATH whose first `kubectl` appends each call to a log, then runs the real one."""
+    real = shutil.which("kubectl")
+    if real is None:
+        raise SystemExit("bench: kubectl is not on PATH")
+    shim_dir = work / "shim"
+    shim_dir.mkdir(exist_ok=True)
+    log = work / "kubectl-calls.log"
+    log.write_text("")
+    shim = shim_dir / "kubectl"
+    shim.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    shim.chmod(0o755)
+    return f"{shim_dir}{os.pathsep}{os.environ['PATH']}", log
