@@ -1,0 +1,263 @@
+"""Which cluster and namespace a run talks to, and the banner that says so.
+
+Owns the credential order of the lifecycle spec (kubeconfig honouring --context and
+--kubeconfig; the pod's own service account only when no --context was given and the
+kubeconfig could not be used at all) and the namespace order: explicit -n, then config
+`namespace`, then the kubeconfig context's namespace, then the in-cluster namespace file,
+then "default". The kubeconfig is read by kubectl itself (`kubectl config view --minify`),
+so squarepeg resolves it exactly as every later kubectl call will. For in-cluster runs it
+writes a temporary kubeconfig, removed at exit, that kubectl is pointed at.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kubectl_squarepeg import kubectl
+from kubectl_squarepeg.errors import ClusterError, UsageError
+from kubectl_squarepeg.kubectl import Target
+
+if TYPE_CHECKING:  # options pulls in config and PyYAML; the probe must start before those
+    from kubectl_squarepeg.options import RunOptions
+
+SERVICEACCOUNT_DIR_ENV = "SQUAREPEG_SERVICEACCOUNT_DIR"
+DEFAULT_SERVICEACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+DEFAULT_NAMESPACE = "default"
+IN_CLUSTER = "in-cluster"
+_MINIFY = ("config", "view", "--minify", "-o", "json")
+_VIEW = ("config", "view", "-o", "json")
+
+
+@dataclass(frozen=True)
+class Connection:
+    """The resolved cluster: kubectl's target arguments, the namespace and where they came from."""
+
+    target: Target
+    namespace: str
+    source: str  # the kubeconfig context's name, or "in-cluster"
+    in_cluster: bool
+    # Why a dry run fell back to a namespace without a usable kubeconfig (None if it did not).
+    degraded: str | None = None
+
+    def banner(self) -> str:
+        if self.in_cluster:
+            return f"using in-cluster config, namespace {self.namespace}"
+        return f"using context {self.source}, namespace {self.namespace}"
+
+
+class KubeconfigProbe:
+    """`kubectl config view --minify -o json`, started before it is needed.
+
+    Start-up (Python, click, config) costs about as much as this command, so the run
+    command starts it first and `connect` collects it; `connect` starts a fresh one when
+    config changed the context or kubeconfig the probe was started with.
+    """
+
+    def __init__(self, context: str | None, kubeconfig: str | None) -> None:
+        self.key = (context, kubeconfig)
+        self._child = kubectl.start_local(_MINIFY, Target(context=context, kubeconfig=kubeconfig))
+
+    def result(self) -> kubectl.Result:
+        return self._child.result()
+
+    def discard(self) -> None:
+        self._child.terminate()
+
+
+# --- pure parts -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ContextView:
+    """What `config view --minify` says about the context kubectl would use."""
+
+    name: str
+    namespace: str | None
+
+
+def _json_object(stdout: bytes) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(stdout)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def parse_minified(stdout: bytes) -> ContextView | None:
+    """The current context of minified `config view -o json` output; None if it has none."""
+    doc = _json_object(stdout)
+    if doc is None:
+        return None
+    name = doc.get("current-context")
+    for entry in doc.get("contexts") or ():
+        if isinstance(entry, dict) and entry.get("name") == name and name:
+            context = entry.get("context") or {}
+            namespace = context.get("namespace") if isinstance(context, dict) else None
+            return ContextView(str(name), str(namespace) if namespace else None)
+    return None
+
+
+def context_names(stdout: bytes) -> list[str] | None:
+    """Every context name in full `config view -o json` output; None if it is not that."""
+    doc = _json_object(stdout)
+    if doc is None:
+        return None
+    entries = doc.get("contexts") or ()
+    return [str(e["name"]) for e in entries if isinstance(e, dict) and "name" in e]
+
+
+def in_cluster_kubeconfig(
+    *, host: str, port: str, serviceaccount_dir: Path, namespace: str, with_ca: bool
+) -> dict[str, Any]:
+    """A kubeconfig that uses the pod's service account; kubectl re-reads the token file."""
+    server_host = f"[{host}]" if ":" in host else host
+    cluster: dict[str, Any] = {"server": f"https://{server_host}:{port}"}
+    if with_ca:
+        cluster["certificate-authority"] = str(serviceaccount_dir / "ca.crt")
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": IN_CLUSTER, "cluster": cluster}],
+        "users": [{"name": IN_CLUSTER, "user": {"tokenFile": str(serviceaccount_dir / "token")}}],
+        "contexts": [
+            {
+                "name": IN_CLUSTER,
+                "context": {"cluster": IN_CLUSTER, "user": IN_CLUSTER, "namespace": namespace},
+            }
+        ],
+        "current-context": IN_CLUSTER,
+    }
+
+
+# --- resolution -------------------------------------------------------------------------
+
+
+def _read_namespace_file(serviceaccount_dir: Path) -> str | None:
+    try:
+        text = (serviceaccount_dir / "namespace").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return text or None
+
+
+def _write_temporary_kubeconfig(doc: dict[str, Any]) -> str:
+    fd, path = tempfile.mkstemp(prefix="squarepeg-in-cluster-", suffix=".kubeconfig")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:  # mkstemp made it 0600
+        json.dump(doc, handle)  # JSON is YAML, and keeps PyYAML out of this path
+    atexit.register(_remove_quietly, path)
+    return path
+
+
+def _remove_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def _missing_context(options: RunOptions) -> UsageError | None:
+    """An error if the explicit --context is not in the kubeconfig (None if it is)."""
+    context = options.context
+    listing = kubectl.run_local(_VIEW, Target(kubeconfig=options.kubeconfig))
+    names = context_names(listing.stdout) if listing.ok else None
+    if names is not None and context in names:
+        return None
+    where = f"--kubeconfig {options.kubeconfig}" if options.kubeconfig else "the kubeconfig"
+    if names is None:
+        return UsageError(
+            f"--context {context}: {where} cannot be read ({listing.error_text})",
+            "fix the kubeconfig file, or point --kubeconfig or KUBECONFIG at a working one",
+        )
+    known = ", ".join(names) if names else "none"
+    return UsageError(
+        f"--context {context} does not exist in {where} (contexts: {known})",
+        "pass one of the names `kubectl config get-contexts` lists",
+    )
+
+
+def _in_cluster(
+    options: RunOptions, environ: Mapping[str, str], kubeconfig_error: str, local_only: bool
+) -> Connection:
+    directory = Path(environ.get(SERVICEACCOUNT_DIR_ENV) or DEFAULT_SERVICEACCOUNT_DIR)
+    namespace = options.namespace or _read_namespace_file(directory) or DEFAULT_NAMESPACE
+    host = environ.get("KUBERNETES_SERVICE_HOST")
+    usable = bool(host) and (directory / "token").is_file()
+    if local_only:
+        # A dry run never talks to the cluster, so it needs no credentials, only names.
+        target = Target(kubeconfig=options.kubeconfig, namespace=namespace)
+        source = IN_CLUSTER if usable else "none"
+        note = None if usable or options.namespace else f"no usable kubeconfig ({kubeconfig_error})"
+        return Connection(target, namespace, source, usable, note)
+    if not usable or host is None:
+        raise ClusterError(
+            f"no usable kubeconfig ({kubeconfig_error}) and not running inside a cluster",
+            "point KUBECONFIG or --kubeconfig at a kubeconfig with a current context, or "
+            "pass --context NAME (`kubectl config get-contexts` lists them)",
+        )
+    doc = in_cluster_kubeconfig(
+        host=host,
+        port=environ.get("KUBERNETES_SERVICE_PORT") or "443",
+        serviceaccount_dir=directory,
+        namespace=namespace,
+        with_ca=(directory / "ca.crt").is_file(),
+    )
+    target = Target(
+        context=IN_CLUSTER, kubeconfig=_write_temporary_kubeconfig(doc), namespace=namespace
+    )
+    return Connection(target, namespace, IN_CLUSTER, True)
+
+
+def needs_kubeconfig(options: RunOptions, *, local_only: bool) -> bool:
+    """False when a dry run already knows everything (-n given, no --context to check)."""
+    return not (local_only and options.namespace and not options.context)
+
+
+def connect(
+    options: RunOptions,
+    *,
+    environ: Mapping[str, str] | None = None,
+    local_only: bool = False,
+    probe: KubeconfigProbe | None = None,
+) -> Connection:
+    """Resolve the target of every kubectl call of this run.
+
+    `local_only` (a client-side dry run) degrades to the "default" namespace on a missing
+    or broken kubeconfig, but an explicit --context that does not exist is an error.
+    """
+    environ = os.environ if environ is None else environ
+    key = (options.context, options.kubeconfig)
+    if probe is not None and probe.key != key:
+        probe.discard()
+        probe = None
+    if not needs_kubeconfig(options, local_only=local_only):
+        if probe is not None:
+            probe.discard()
+        namespace = options.namespace or DEFAULT_NAMESPACE
+        target = Target(kubeconfig=options.kubeconfig, namespace=namespace)
+        return Connection(target, namespace, "kubeconfig", False)
+    result = (probe or KubeconfigProbe(*key)).result()
+    view = parse_minified(result.stdout) if result.ok else None
+    if view is not None:
+        namespace = options.namespace or view.namespace or DEFAULT_NAMESPACE
+        target = Target(context=view.name, kubeconfig=options.kubeconfig, namespace=namespace)
+        return Connection(target, namespace, view.name, False)
+    error = result.error_text if not result.ok else "it has no current context"
+    if options.context is None:
+        return _in_cluster(options, environ, error, local_only)
+    missing = _missing_context(options)
+    if missing is not None:
+        raise missing
+    if local_only:
+        namespace = options.namespace or DEFAULT_NAMESPACE
+        target = Target(context=options.context, kubeconfig=options.kubeconfig, namespace=namespace)
+        return Connection(target, namespace, options.context, False)
+    raise ClusterError(
+        f"kubeconfig context {options.context} cannot be used ({error})",
+        f"check it with `kubectl config view --minify --context {options.context}`",
+    )

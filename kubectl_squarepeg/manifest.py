@@ -1,0 +1,372 @@
+"""Pure builders of what a run sends: the name, the labels, the Pod or the Job, the Plan.
+
+Maps every docker-style option of RunOptions onto the manifest, records a claim for each
+field an explicitly given flag wrote, then lets config passthrough and patches in around
+those claims (claims.py decides what is dropped). The random name suffix, the run id and
+the local username are parameters: nothing here reads the clock, the environment or a
+file, and nothing here talks to a cluster.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from kubectl_squarepeg import values
+from kubectl_squarepeg.claims import Claims, Dropped, apply_patches, merge_passthrough
+from kubectl_squarepeg.config import Config
+from kubectl_squarepeg.options import RunOptions, flag_name
+
+MAIN = "main"
+MANAGED_BY_LABEL = values.MANAGED_BY_LABEL
+MANAGED_BY = "squarepeg"
+RUN_ID_LABEL = "squarepeg.io/run-id"
+CREATED_BY_LABEL = "squarepeg.io/created-by"
+KEEP_LABEL = "squarepeg.io/keep"
+GPU_RESOURCE = "nvidia.com/gpu"
+NAME_PREFIX = "squarepeg-"
+SUFFIX_LENGTH = 6
+MAX_NAME = 63
+_MAIN: tuple[str, ...] = ("spec", "containers", f"[name={MAIN}]")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one run will create, and everything the lifecycle needs to find it again."""
+
+    options: RunOptions
+    manifest: dict[str, Any]
+    kind: Literal["Pod", "Job"]
+    name: str
+    namespace: str
+    run_id: str
+    created_by: str
+    warnings: tuple[str, ...] = ()  # one line per config entry a claim dropped
+
+
+# --- name and labels ------------------------------------------------------------------------
+
+
+def image_slug(image: str) -> str:
+    """The image's last path component without registry, tag or digest, as a DNS label part.
+
+    `registry.example.com:5000/foo/bar:tag` -> `bar`; `alpine@sha256:...` -> `alpine`.
+    """
+    last = image.split("@", 1)[0].rsplit("/", 1)[-1].split(":", 1)[0]
+    return re.sub(r"[^a-z0-9]+", "-", last.lower()).strip("-")
+
+
+def generate_name(image: str, suffix: str) -> str:
+    """`squarepeg-<slug>-<suffix>`, the slug cut so the whole stays a valid name (<= 63)."""
+    room = MAX_NAME - len(NAME_PREFIX) - len(suffix) - 1
+    slug = image_slug(image)[:room].rstrip("-")
+    return f"{NAME_PREFIX}{slug}-{suffix}" if slug else f"{NAME_PREFIX}{suffix}"
+
+
+def created_by_value(username: str) -> str:
+    """The username as a label value; a changed one gets a hash of the original appended.
+
+    The orphan sweep selects on this label, so two users must never share a value: a name
+    that already is a valid label value is kept as it is; any other is cleaned up and
+    suffixed with 8 hex digits of its SHA-256, which a valid name cannot collide with by
+    accident.
+    """
+    if username:
+        try:
+            return values.validate_label_value(username)
+        except values.ValueProblem:
+            pass
+    digest = hashlib.sha256(username.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", username).strip("-_.")
+    cleaned = cleaned[: MAX_NAME - len(digest) - 1].rstrip("-_.")
+    return f"{cleaned}-{digest}" if cleaned else digest
+
+
+def squarepeg_labels(*, run_id: str, created_by: str, keep: bool) -> dict[str, str]:
+    """The labels the lifecycle spec puts on every Pod and Job squarepeg creates."""
+    labels = {MANAGED_BY_LABEL: MANAGED_BY, RUN_ID_LABEL: run_id, CREATED_BY_LABEL: created_by}
+    if keep:
+        labels[KEEP_LABEL] = "true"
+    return labels
+
+
+def quantity(text: str) -> str | int:
+    """A resource quantity; whole numbers as integers, as people write them in YAML."""
+    return int(text) if text.isdigit() else text
+
+
+# --- claims -----------------------------------------------------------------------------
+
+
+class _Claimer:
+    """Records claims for the fields written on behalf of explicitly given flags."""
+
+    def __init__(self, options: RunOptions, claims: Claims) -> None:
+        self._options = options
+        self._claims = claims
+
+    def __call__(self, param: str, *paths: tuple[str, ...]) -> None:
+        if param in self._options.explicit:
+            for path in paths:
+                self._claims.add(path, flag_name(param))
+
+    def keys(self, param: str, base: tuple[str, ...], named: bool = False) -> None:
+        """One claim per key a mapping flag set on the command line."""
+        for key, flag in self._options.cli_keys.get(param, {}).items():
+            self._claims.add((*base, f"[name={key}]" if named else key), flag)
+
+
+# --- the Pod ----------------------------------------------------------------------------
+
+
+def _resources(o: RunOptions, claim: _Claimer) -> dict[str, Any]:
+    requests: dict[str, Any] = {}
+    limits: dict[str, Any] = {}
+    for param, resource, amount in (("cpus", "cpu", o.cpus), ("memory", "memory", o.memory)):
+        if amount is not None:
+            requests[resource] = limits[resource] = quantity(amount)
+            claim(
+                param, *((*_MAIN, "resources", kind, resource) for kind in ("requests", "limits"))
+            )
+    if o.gpus:
+        limits[GPU_RESOURCE] = o.gpus
+        claim("gpus", (*_MAIN, "resources", "limits", GPU_RESOURCE))
+    return {k: v for k, v in (("requests", requests), ("limits", limits)) if v}
+
+
+def _security_context(o: RunOptions, claim: _Claimer) -> dict[str, Any]:
+    context: dict[str, Any] = {}
+    sc = (*_MAIN, "securityContext")
+    if o.user is not None:
+        context["runAsUser"] = o.user[0]
+        claim("user", (*sc, "runAsUser"))
+        if o.user[1] is not None:
+            context["runAsGroup"] = o.user[1]
+            claim("user", (*sc, "runAsGroup"))
+    if o.privileged:
+        context["privileged"] = True
+        claim("privileged", (*sc, "privileged"))
+    if o.read_only:
+        context["readOnlyRootFilesystem"] = True
+        claim("read_only", (*sc, "readOnlyRootFilesystem"))
+    capabilities = {k: list(v) for k, v in (("add", o.cap_add), ("drop", o.cap_drop)) if v}
+    if capabilities:
+        context["capabilities"] = capabilities
+        claim("cap_add", (*sc, "capabilities", "add"))
+        claim("cap_drop", (*sc, "capabilities", "drop"))
+    return context
+
+
+def _memory_volumes(o: RunOptions, claim: _Claimer) -> tuple[list[Any], list[Any]]:
+    """(volumes, mounts) for --tmpfs and --shm-size: emptyDirs with medium Memory."""
+    volumes: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = []
+
+    def add(param: str, name: str, path: str, size: str | None, read_only: bool) -> None:
+        empty_dir: dict[str, Any] = {"medium": "Memory"}
+        if size is not None:
+            empty_dir["sizeLimit"] = size
+        volumes.append({"name": name, "emptyDir": empty_dir})
+        mount: dict[str, Any] = {"name": name, "mountPath": path}
+        if read_only:
+            mount["readOnly"] = True
+        mounts.append(mount)
+        segment = f"[name={name}]"
+        claim(param, ("spec", "volumes", segment), (*_MAIN, "volumeMounts", segment))
+
+    for index, tmpfs in enumerate(o.tmpfs, start=1):
+        add("tmpfs", f"tmpfs-{index}", tmpfs.path, tmpfs.size_limit, tmpfs.read_only)
+    if o.shm_size is not None:
+        add("shm_size", "dshm", "/dev/shm", o.shm_size, False)
+    return volumes, mounts
+
+
+def main_container(o: RunOptions, claim: _Claimer, mounts: list[Any]) -> dict[str, Any]:
+    """The container named `main`: IMAGE, its command and every container-level flag."""
+    c: dict[str, Any] = {"name": MAIN, "image": o.image}
+    claim("image", (*_MAIN, "image"))
+    if o.entrypoint is not None:
+        c["command"] = [o.entrypoint]
+        claim("entrypoint", (*_MAIN, "command"))
+    if o.command:
+        c["args"] = list(o.command)
+        claim("command", (*_MAIN, "args"))
+    if o.workdir is not None:
+        c["workingDir"] = o.workdir
+        claim("workdir", (*_MAIN, "workingDir"))
+    if o.env:
+        c["env"] = [{"name": k, "value": v} for k, v in o.env.items()]
+        claim.keys("env", (*_MAIN, "env"), named=True)
+    if resources := _resources(o, claim):
+        c["resources"] = resources
+    if o.pull is not None:
+        c["imagePullPolicy"] = o.pull
+        claim("pull", (*_MAIN, "imagePullPolicy"))
+    if security := _security_context(o, claim):
+        c["securityContext"] = security
+    if mounts:
+        c["volumeMounts"] = mounts
+    return c
+
+
+def _host_aliases(pairs: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
+    # One entry per IP, its host names in the order given, as kubectl and docker list them.
+    by_ip: dict[str, list[str]] = {}
+    for host, ip in pairs:
+        by_ip.setdefault(ip, []).append(host)
+    return [{"ip": ip, "hostnames": hosts} for ip, hosts in by_ip.items()]
+
+
+def _node_selector(o: RunOptions, claim: _Claimer) -> dict[str, str]:
+    selector = dict(o.node_selector)
+    claim.keys("node_selector", ("spec", "nodeSelector"))
+    if o.platform is not None:
+        selector["kubernetes.io/os"], selector["kubernetes.io/arch"] = o.platform
+        claim("platform", *(("spec", "nodeSelector", f"kubernetes.io/{k}") for k in ("os", "arch")))
+    return selector
+
+
+def pod_spec(o: RunOptions, claim: _Claimer) -> dict[str, Any]:
+    """The Pod spec: the main container, restartPolicy Never and every pod-level flag."""
+    volumes, mounts = _memory_volumes(o, claim)
+    spec: dict[str, Any] = {"containers": [main_container(o, claim, mounts)]}
+    spec["restartPolicy"] = "Never"
+    simple: tuple[tuple[str, str, Any], ...] = (
+        ("hostname", "hostname", o.hostname),
+        ("stop_timeout", "terminationGracePeriodSeconds", o.stop_timeout),
+        ("runtime", "runtimeClassName", o.runtime),
+        ("service_account", "serviceAccountName", o.service_account),
+        ("priority_class", "priorityClassName", o.priority_class),
+    )
+    for param, key, value in simple:
+        if value is not None:
+            spec[key] = value
+            claim(param, ("spec", key))
+    if o.add_host:
+        spec["hostAliases"] = _host_aliases(o.add_host)
+        claim("add_host", ("spec", "hostAliases"))
+    dns = {k: list(v) for k, v in (("nameservers", o.dns), ("searches", o.dns_search)) if v}
+    if dns:
+        spec["dnsConfig"] = dns
+        claim("dns", ("spec", "dnsConfig", "nameservers"))
+        claim("dns_search", ("spec", "dnsConfig", "searches"))
+    if selector := _node_selector(o, claim):
+        spec["nodeSelector"] = selector
+    if o.tolerations:
+        spec["tolerations"] = [dict(t) for t in o.tolerations]
+        claim("toleration", ("spec", "tolerations"))
+    if o.image_pull_secrets:
+        spec["imagePullSecrets"] = [{"name": s} for s in o.image_pull_secrets]
+        # Per secret: config passthrough may still add others.
+        claim(
+            "image_pull_secret",
+            *(("spec", "imagePullSecrets", f"[name={s}]") for s in o.image_pull_secrets),
+        )
+    if volumes:
+        spec["volumes"] = volumes
+    return spec
+
+
+def pod_metadata(
+    o: RunOptions, claim: _Claimer, *, name: str, namespace: str, labels: Mapping[str, str]
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    metadata["labels"] = {**labels, **o.labels}
+    claim.keys("label", ("metadata", "labels"))
+    if o.annotations:
+        metadata["annotations"] = dict(o.annotations)
+        claim.keys("annotation", ("metadata", "annotations"))
+    return metadata
+
+
+# --- the Job ----------------------------------------------------------------------------
+
+
+def job_from_pod(pod: dict[str, Any], *, ttl_seconds: int | None) -> dict[str, Any]:
+    """A Job that runs `pod` once: no retries, one completion, labels on both levels."""
+    metadata = pod["metadata"]
+    # Separate copies: passthrough and patches change one level only, and the YAML of a
+    # dry run must not turn shared objects into aliases.
+    template_metadata = copy.deepcopy(
+        {k: metadata[k] for k in ("labels", "annotations") if k in metadata}
+    )
+    spec: dict[str, Any] = {"backoffLimit": 0, "completions": 1, "parallelism": 1}
+    if ttl_seconds is not None:
+        spec["ttlSecondsAfterFinished"] = ttl_seconds
+    spec["template"] = {"metadata": template_metadata, "spec": pod["spec"]}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec}
+
+
+# --- the Plan ---------------------------------------------------------------------------
+
+
+def _origin_lookup(config: Config, part: str) -> Callable[[tuple[str, ...]], str]:
+    def origin_of(path: tuple[str, ...]) -> str:
+        return str(config.origin_of("kubernetes", part, *path) or f"kubernetes.{part}")
+
+    return origin_of
+
+
+def build_plan(
+    options: RunOptions,
+    config: Config,
+    *,
+    namespace: str,
+    run_id: str,
+    suffix: str,
+    username: str,
+) -> Plan:
+    """The manifest of this run with passthrough and patches applied, and its identity."""
+    name = options.name or generate_name(options.image, suffix)
+    created_by = created_by_value(username)
+    labels = squarepeg_labels(run_id=run_id, created_by=created_by, keep=options.keep)
+    claims = Claims.reserved(MAIN)
+    claim = _Claimer(options, claims)
+    metadata = pod_metadata(options, claim, name=name, namespace=namespace, labels=labels)
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": pod_spec(options, claim),
+    }
+    if options.mode == "job":
+        ttl = None if options.keep else options.job_ttl_seconds_after_finished
+        doc = job_from_pod(pod, ttl_seconds=ttl)
+        claims = claims.for_job()
+        template = doc["spec"]["template"]
+        targets = (
+            (template["metadata"], "/spec/template/metadata"),
+            (template["spec"], "/spec/template/spec"),
+        )
+    else:
+        doc = pod
+        targets = ((pod["metadata"], "/metadata"), (pod["spec"], "/spec"))
+    dropped: list[Dropped] = []
+    for (target, at), part in zip(targets, ("metadata", "spec"), strict=True):
+        overlay = config.metadata if part == "metadata" else config.spec
+        if overlay:
+            dropped += merge_passthrough(
+                target,
+                overlay,
+                at=at,
+                claims=claims,
+                origin_of=_origin_lookup(config, part),
+                entry_root=f"kubernetes.{part}",
+            )
+    if config.patches:
+        doc, patch_dropped = apply_patches(doc, config.patches, claims)
+        dropped += patch_dropped
+    return Plan(
+        options=options,
+        manifest=doc,
+        kind="Job" if options.mode == "job" else "Pod",
+        name=name,
+        namespace=namespace,
+        run_id=run_id,
+        created_by=created_by,
+        warnings=tuple(d.warning() for d in dropped),
+    )

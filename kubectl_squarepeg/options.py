@@ -1,0 +1,355 @@
+"""RunOptions: every setting of one `run`, after the command line has been laid over config.
+
+Owns how a flag and a config key combine, the parsing of flag values (through values.py,
+naming the flag in every error), and the cross-field checks that need no I/O. Reading an
+`--env-file` goes through the `read_text` seam, so this module itself touches nothing.
+
+How the two sources combine (the spec leaves the multi-valued case open; README, Decisions):
+- a single value: the flag when it was given on the command line, else the config value
+  (which already holds the built-in default);
+- a mapping (`env`, `labels`, `annotations`, `node_selector`): config first, then the
+  command line, merged per key, the command line winning. For `env` the order is config
+  `env_file`, config `env`, `--env-file`, `-e`: later wins, as in docker and compose;
+- a list (`cap_add`, `tmpfs`, `dns`, `tolerations`, ...): config items, then the flag's
+  items, without repeating an item already present.
+`explicit` names the parameters given on the command line and `cli_keys` the keys each
+mapping flag set: manifest.py turns exactly those into claims.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+from kubectl_squarepeg import values
+from kubectl_squarepeg.config import Config
+from kubectl_squarepeg.errors import UsageError
+from kubectl_squarepeg.values import Tmpfs, ValueProblem
+
+Mode = Literal["pod", "job"]
+T = TypeVar("T")
+
+# The config key of each repeatable flag whose key is not its own name (config.KEYS).
+CONFIG_KEY = {
+    "label": "labels",
+    "annotation": "annotations",
+    "toleration": "tolerations",
+    "image_pull_secret": "image_pull_secrets",
+}
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """All flag and config values of one `run`, parsed, merged and checked."""
+
+    image: str
+    command: tuple[str, ...] = ()
+    name: str | None = None
+    mode: Mode = "pod"
+    timeout: float = 300.0
+    keep: bool = False
+    quiet: bool = False
+    dry_run: bool = False
+    dry_run_server: bool = False
+    orphan_sweep: bool = True
+    orphan_sweep_min_age: int = 300
+    job_ttl_seconds_after_finished: int = 600
+    context: str | None = None
+    kubeconfig: str | None = None
+    namespace: str | None = None
+    config_paths: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    workdir: str | None = None
+    user: tuple[int, int | None] | None = None
+    entrypoint: str | None = None
+    cpus: str | None = None
+    memory: str | None = None
+    gpus: int | None = None
+    pull: str | None = None
+    platform: tuple[str, str] | None = None
+    privileged: bool = False
+    read_only: bool = False
+    cap_add: tuple[str, ...] = ()
+    cap_drop: tuple[str, ...] = ()
+    tmpfs: tuple[Tmpfs, ...] = ()
+    shm_size: str | None = None
+    hostname: str | None = None
+    add_host: tuple[tuple[str, str], ...] = ()
+    dns: tuple[str, ...] = ()
+    dns_search: tuple[str, ...] = ()
+    stop_timeout: int | None = None
+    runtime: str | None = None
+    service_account: str | None = None
+    tolerations: tuple[Mapping[str, str], ...] = ()
+    image_pull_secrets: tuple[str, ...] = ()
+    priority_class: str | None = None
+    # Parameters given on the command line (click names: "cpus", "cap_add", "image", ...).
+    explicit: frozenset[str] = frozenset()
+    # For mapping flags: param -> {key given on the command line -> the flag that set it}.
+    cli_keys: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+
+def flag_name(param: str) -> str:
+    """How a click parameter is written on the command line (`cap_add` -> `--cap-add`)."""
+    if param in ("image", "command"):
+        return param.upper()
+    return "--" + param.replace("_", "-")
+
+
+def _flag_value(param: str, raw: str, parse: Callable[[str], T]) -> T:
+    try:
+        return parse(raw)
+    except ValueProblem as problem:
+        raise UsageError(f"invalid value {raw!r} for {flag_name(param)}", str(problem)) from None
+
+
+def _unique(items: Iterable[T]) -> tuple[T, ...]:
+    seen: list[T] = []
+    for item in items:
+        if item not in seen:
+            seen.append(item)
+    return tuple(seen)
+
+
+class _Merger:
+    """Lays command-line values over config values, one parameter at a time."""
+
+    def __init__(self, flags: Mapping[str, Any], explicit: Collection[str], config: Config):
+        self.flags = flags
+        self.explicit = frozenset(explicit)
+        self.config = config
+        self.cli_keys: dict[str, dict[str, str]] = {}
+
+    def given(self, param: str) -> bool:
+        return param in self.explicit and self.flags.get(param) not in (None, (), False)
+
+    def conf(self, param: str, default: Any = None) -> Any:
+        value = self.config.values.get(CONFIG_KEY.get(param, param))
+        return default if value is None else value
+
+    def scalar(self, param: str, parse: Callable[[str], Any], default: Any = None) -> Any:
+        if self.given(param):
+            return _flag_value(param, str(self.flags[param]), parse)
+        return self.conf(param, default)
+
+    def switch(self, param: str) -> bool:
+        return bool(self.flags.get(param)) if self.given(param) else bool(self.conf(param, False))
+
+    def items(self, param: str, parse: Callable[[str], T]) -> list[T]:
+        if not self.given(param):
+            return []
+        return [_flag_value(param, raw, parse) for raw in self.flags[param]]
+
+    def listing(self, param: str, parse: Callable[[str], T]) -> tuple[T, ...]:
+        return _unique([*self.conf(param, []), *self.items(param, parse)])
+
+    def mapping(self, param: str, validate: Callable[[str, str], None]) -> dict[str, str]:
+        merged = dict(self.conf(param, {}))
+        for key, value in self.items(param, lambda s: _checked_pair(s, validate)):
+            merged[key] = value
+            self.cli_keys.setdefault(param, {})[key] = flag_name(param)
+        return merged
+
+
+def _checked_pair(raw: str, validate: Callable[[str, str], None]) -> tuple[str, str]:
+    key, value = values.parse_key_value(raw)
+    validate(key, value)
+    return key, value
+
+
+def _validate_label(key: str, value: str) -> None:
+    values.validate_label_key(key)
+    values.validate_label_value(value)
+
+
+def _validate_annotation(key: str, _value: str) -> None:
+    values.validate_annotation_key(key)
+
+
+def _env_file_items(
+    path: str, read_text: Callable[[str], str], environ: Mapping[str, str]
+) -> list[tuple[str, str]]:
+    """The variables of one docker env file; OSError and ValueProblem are the caller's."""
+    pairs: list[tuple[str, str]] = []
+    for item in values.parse_env_file_text(read_text(path)):
+        if isinstance(item, str):
+            if item in environ:  # a bare KEY takes the local value, and is skipped when unset
+                pairs.append((item, environ[item]))
+        else:
+            pairs.append(item)
+    return pairs
+
+
+def _read_env_file(
+    path: str, read_text: Callable[[str], str], environ: Mapping[str, str], where: str
+) -> list[tuple[str, str]]:
+    try:
+        return _env_file_items(path, read_text, environ)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot read the env file {path!r} ({where}): {exc.strerror or exc}",
+            "give the path of a readable file of KEY=VALUE lines",
+        ) from None
+    except UnicodeDecodeError:
+        raise UsageError(
+            f"the env file {path!r} is not UTF-8 text ({where})", "save it as UTF-8"
+        ) from None
+    except ValueProblem as problem:
+        raise UsageError(f"bad env file {path!r} ({where})", str(problem)) from None
+
+
+def _merge_env(
+    merger: _Merger, read_text: Callable[[str], str], environ: Mapping[str, str]
+) -> dict[str, str]:
+    env: dict[str, str] = {}
+    origin = merger.config.origins.get("env_file")
+    for path in merger.conf("env_file", []):
+        env.update(_read_env_file(path, read_text, environ, f"env_file, {origin}"))
+    env.update(merger.conf("env", {}))
+    keys: dict[str, str] = {}
+    for path in merger.flags["env_file"] if merger.given("env_file") else ():
+        for key, value in _read_env_file(path, read_text, environ, "--env-file"):
+            env[key] = value
+            keys[key] = "--env-file"
+    for item in merger.items("env", lambda s: values.parse_env_item(s, environ)):
+        if item is not None:  # a bare KEY that is unset locally is skipped, as docker does
+            env[item[0]] = item[1]
+            keys[item[0]] = "--env"
+    if keys:
+        merger.cli_keys["env"] = keys
+    return env
+
+
+def _merge_tmpfs(merger: _Merger) -> tuple[Tmpfs, ...]:
+    # A --tmpfs at a path config also mounts replaces config's mount there.
+    given = merger.items("tmpfs", values.parse_tmpfs)
+    paths = {t.path for t in given}
+    return _unique([*(t for t in merger.conf("tmpfs", []) if t.path not in paths), *given])
+
+
+def _check_reserved_labels(merger: _Merger) -> None:
+    # Config labels were checked when the file was read, with its line.
+    for key in merger.cli_keys.get("label", {}):
+        if values.is_reserved_label(key):
+            raise UsageError(
+                f"--label {key} touches a label reserved for squarepeg", values.RESERVED_LABEL_HINT
+            )
+
+
+def check_combination(options: RunOptions, flags: Mapping[str, Any]) -> None:
+    """Cross-field rules; each failure names the flags involved."""
+    if options.dry_run and options.dry_run_server:
+        raise UsageError(
+            "--dry-run and --dry-run-server cannot be used together",
+            "pass --dry-run to print the manifest locally, or --dry-run-server to have the "
+            "apiserver validate it",
+        )
+    if flags.get("rm") and flags.get("keep"):
+        raise UsageError(
+            "--rm and --keep contradict each other",
+            "leave out --rm (deleting is the default), or leave out --keep",
+        )
+    check_image(options.image)
+    if options.shm_size is not None and any(t.path == "/dev/shm" for t in options.tmpfs):
+        raise UsageError(
+            "--shm-size and a tmpfs at /dev/shm both mount /dev/shm",
+            "use --shm-size SIZE, or --tmpfs /dev/shm:size=SIZE, not both",
+        )
+    paths = [t.path for t in options.tmpfs]
+    for path in paths:
+        if paths.count(path) > 1:
+            raise UsageError(
+                f"--tmpfs {path} is given twice with different options",
+                "give each tmpfs mount point once",
+            )
+
+
+def check_image(image: str) -> None:
+    """IMAGE must look like an image reference, not a misplaced flag."""
+    if image.startswith("-"):
+        raise UsageError(
+            f"IMAGE {image!r} starts with '-'",
+            "put squarepeg's flags before IMAGE and the container's command after it, "
+            "like `kubectl squarepeg run --cpus 1 alpine ls -l`",
+        )
+    if not image.strip():
+        raise UsageError("IMAGE is empty", "give an image reference like alpine:3.19")
+
+
+def build_run_options(
+    flags: Mapping[str, Any],
+    explicit: Collection[str],
+    config: Config,
+    *,
+    environ: Mapping[str, str],
+    read_text: Callable[[str], str],
+) -> RunOptions:
+    """Merge click's values (`flags`, by parameter name) over `config` and check the result.
+
+    `explicit` holds the parameters whose value came from the command line; only those
+    override config and become claims.
+    """
+    m = _Merger(flags, explicit, config)
+    env = _merge_env(m, read_text, environ)
+    labels = m.mapping("label", _validate_label)
+    _check_reserved_labels(m)
+    if m.given("keep"):
+        keep = True
+    elif m.given("rm"):
+        keep = False  # --rm asks for deletion, even over `cleanup: false`
+    else:
+        keep = not m.conf("cleanup", True)
+    options = RunOptions(
+        image=str(flags["image"]),
+        command=tuple(flags.get("command") or ()),
+        name=_flag_value("name", flags["name"], values.validate_name) if m.given("name") else None,
+        mode=m.scalar("mode", values.parse_mode, "pod"),
+        timeout=float(m.scalar("timeout", values.parse_duration_seconds, 300.0)),
+        keep=keep,
+        quiet=m.switch("quiet"),
+        dry_run=bool(flags.get("dry_run")),
+        dry_run_server=bool(flags.get("dry_run_server")),
+        orphan_sweep=bool(m.conf("orphan_sweep", True)),
+        orphan_sweep_min_age=int(m.conf("orphan_sweep_min_age", 300)),
+        job_ttl_seconds_after_finished=int(m.conf("job_ttl_seconds_after_finished", 600)),
+        context=m.scalar("context", values.parse_nonempty),
+        kubeconfig=m.scalar("kubeconfig", values.parse_nonempty),
+        namespace=m.scalar("namespace", values.validate_name),
+        config_paths=tuple(flags.get("config") or ()),
+        env=env,
+        labels=labels,
+        annotations=m.mapping("annotation", _validate_annotation),
+        node_selector=m.mapping("node_selector", _validate_label),
+        workdir=m.scalar("workdir", values.parse_workdir),
+        user=m.scalar("user", values.parse_user),
+        entrypoint=m.scalar("entrypoint", values.parse_nonempty),
+        cpus=m.scalar("cpus", values.parse_cpus),
+        memory=m.scalar("memory", values.parse_memory),
+        gpus=m.scalar("gpus", values.parse_gpus),
+        pull=m.scalar("pull", values.parse_pull),
+        platform=m.scalar("platform", values.parse_platform),
+        privileged=m.switch("privileged"),
+        read_only=m.switch("read_only"),
+        cap_add=m.listing("cap_add", values.parse_capability),
+        cap_drop=m.listing("cap_drop", values.parse_capability),
+        tmpfs=_merge_tmpfs(m),
+        shm_size=m.scalar("shm_size", values.parse_size),
+        hostname=m.scalar("hostname", values.validate_name),
+        add_host=m.listing("add_host", values.parse_add_host),
+        dns=m.listing("dns", values.parse_dns_ip),
+        dns_search=m.listing("dns_search", values.parse_dns_search),
+        stop_timeout=m.scalar("stop_timeout", values.parse_nonnegative_int),
+        runtime=m.scalar("runtime", values.validate_subdomain),
+        service_account=m.scalar("service_account", values.validate_subdomain),
+        tolerations=m.listing("toleration", values.parse_toleration),
+        image_pull_secrets=m.listing("image_pull_secret", values.validate_subdomain),
+        priority_class=m.scalar("priority_class", values.validate_subdomain),
+        explicit=frozenset(p for p in explicit if m.given(p)) | {"image"},
+        cli_keys={k: dict(v) for k, v in m.cli_keys.items()},
+    )
+    check_combination(options, {p: flags.get(p) for p in ("rm", "keep") if m.given(p)})
+    return options

@@ -1,0 +1,441 @@
+"""Parsers and validators of single flag and config values: docker's forms to Kubernetes'.
+
+Owns what a value of each kind may look like and what it becomes in a manifest (`0.5` CPUs
+-> `500m`, `512m` -> `512Mi`, `1000:1000` -> runAsUser/runAsGroup, ...). Every function is
+pure and raises `ValueProblem` whose text is the hint: the accepted form, with an example.
+The caller knows where the value came from (a flag, or a file and line) and builds the
+error message around it, so the same parser serves the command line and config files.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+SQUAREPEG_LABEL_PREFIX = "squarepeg.io/"
+MAX_LABEL = 63
+MAX_SUBDOMAIN = 253
+
+
+class ValueProblem(ValueError):
+    """A value that does not parse; its text says which form is accepted."""
+
+
+# --- Kubernetes names ---------------------------------------------------------------------
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+
+
+def validate_name(text: str) -> str:
+    """A lowercase RFC 1123 label (pod, namespace and host names): at most 63 characters."""
+    if len(text) > MAX_LABEL:
+        raise ValueProblem(f"use at most {MAX_LABEL} characters (this one has {len(text)})")
+    if not _DNS_LABEL.fullmatch(text):
+        raise ValueProblem(
+            "use lowercase letters, digits and '-', starting and ending with a letter or "
+            "digit, like my-run-1"
+        )
+    return text
+
+
+def validate_subdomain(text: str) -> str:
+    """A lowercase RFC 1123 subdomain (secret, service account, class names)."""
+    if len(text) > MAX_SUBDOMAIN or not _DNS_SUBDOMAIN.fullmatch(text):
+        raise ValueProblem(
+            "use lowercase letters, digits, '-' and '.', starting and ending with a letter "
+            "or digit, like my-secret"
+        )
+    return text
+
+
+def validate_label_key(key: str) -> str:
+    """A label or annotation key: NAME or PREFIX/NAME, PREFIX a DNS subdomain."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and (len(prefix) > MAX_SUBDOMAIN or not _DNS_SUBDOMAIN.fullmatch(prefix)):
+        raise ValueProblem(
+            f"the prefix {prefix!r} must be a lowercase DNS subdomain, like example.com/NAME"
+        )
+    if len(name) > MAX_LABEL or not _LABEL_NAME.fullmatch(name):
+        raise ValueProblem(
+            "a key is NAME or PREFIX/NAME; NAME has at most 63 letters, digits, '-', '_' "
+            "and '.', starting and ending with a letter or digit, like team or example.com/team"
+        )
+    return key
+
+
+def validate_annotation_key(key: str) -> str:
+    """Annotation keys follow the label key rules; their values are free text."""
+    return validate_label_key(key)
+
+
+def validate_label_value(value: str) -> str:
+    """A label value: empty, or at most 63 letters, digits, '-', '_', '.', alphanumeric ends."""
+    if value and (len(value) > MAX_LABEL or not _LABEL_NAME.fullmatch(value)):
+        raise ValueProblem(
+            "a label value has at most 63 letters, digits, '-', '_' and '.', starting and "
+            "ending with a letter or digit (or is empty)"
+        )
+    return value
+
+
+def is_reserved_label(key: str) -> bool:
+    """Labels squarepeg sets itself; the orphan sweep depends on them."""
+    return key == MANAGED_BY_LABEL or key.startswith(SQUAREPEG_LABEL_PREFIX)
+
+
+RESERVED_LABEL_HINT = (
+    f"{MANAGED_BY_LABEL} and {SQUAREPEG_LABEL_PREFIX}* are set by squarepeg itself (use "
+    "--keep or `cleanup: false` for squarepeg.io/keep); pick another label key"
+)
+
+
+# --- key=value forms ----------------------------------------------------------------------
+
+
+def parse_key_value(text: str) -> tuple[str, str]:
+    """`KEY=VALUE`; the value may be empty and may contain '='."""
+    key, equals, value = text.partition("=")
+    if not equals:
+        raise ValueProblem("use KEY=VALUE")
+    if not key:
+        raise ValueProblem("the key before '=' is empty; use KEY=VALUE")
+    return key, value
+
+
+def _env_name(name: str) -> str:
+    if not name or any(ch.isspace() for ch in name):
+        raise ValueProblem(f"{name!r} is not a variable name; use KEY=VALUE or KEY")
+    return name
+
+
+def parse_env_item(text: str, environ: Mapping[str, str]) -> tuple[str, str] | None:
+    """`KEY=VALUE`, or a bare `KEY` that takes the local value (None when unset, as docker)."""
+    key, equals, value = text.partition("=")
+    _env_name(key)
+    if equals:
+        return key, value
+    return (key, environ[key]) if key in environ else None
+
+
+def parse_env_file_text(text: str) -> list[tuple[str, str] | str]:
+    """docker's env-file format: `KEY=VALUE` or bare `KEY` lines, `#` comments, blank lines.
+
+    Values are taken verbatim (quotes included), as docker does. A bare KEY comes back as a
+    plain string for the caller to look up locally.
+    """
+    items: list[tuple[str, str] | str] = []
+    for number, raw in enumerate(text.removeprefix("\ufeff").splitlines(), start=1):
+        line = raw.lstrip()
+        if not line or line.startswith("#"):
+            continue
+        key, equals, value = line.partition("=")
+        try:
+            _env_name(key)
+        except ValueProblem:
+            raise ValueProblem(
+                f"line {number} has no valid variable name before '='; write KEY=VALUE or "
+                "KEY, one per line (# starts a comment)"
+            ) from None
+        items.append((key, value) if equals else key)
+    return items
+
+
+# --- quantities ---------------------------------------------------------------------------
+
+_DECIMAL = re.compile(r"\d+(\.\d+)?|\.\d+")
+_MILLICORES = re.compile(r"(\d+)m")
+_CPUS_HINT = "give a number of CPUs like 0.5, 2 or 1.25 (or millicores like 500m)"
+
+
+def parse_cpus(text: str) -> str:
+    """docker's decimal CPU count as a Kubernetes quantity: `0.5` -> `500m`, `2` -> `2`."""
+    text = text.strip()
+    if match := _MILLICORES.fullmatch(text):
+        millis = Decimal(match[1])
+    elif _DECIMAL.fullmatch(text):
+        millis = Decimal(text) * 1000
+    else:
+        raise ValueProblem(_CPUS_HINT)
+    if millis != millis.to_integral_value():
+        raise ValueProblem(
+            "Kubernetes counts CPUs in thousandths; use at most 3 decimals, like 0.125"
+        )
+    if millis <= 0:
+        raise ValueProblem("ask for more than 0 CPUs, like 0.5")
+    whole, rest = divmod(int(millis), 1000)
+    return str(whole) if rest == 0 else f"{int(millis)}m"
+
+
+_SIZE = re.compile(r"(\d+(?:\.\d+)?) ?([kmgtp])?(i?)b?", re.IGNORECASE)
+_BINARY_UNITS = ("", "Ki", "Mi", "Gi", "Ti", "Pi")
+_SIZE_HINT = "give a size like 512m, 1g, 1.5g or a number of bytes (units b, k, m, g, t, p)"
+
+
+def parse_size(text: str) -> str:
+    """docker's size (`512m`, `1g`, `1.5g`, `512mb`, plain bytes) as a Kubernetes quantity.
+
+    docker's units are binary: `512m` is 512 MiB, so it becomes `512Mi`. A whole number
+    keeps its unit; a fraction is expressed in the largest unit that makes it whole.
+    """
+    match = _SIZE.fullmatch(text.strip())
+    if not match:
+        raise ValueProblem(_SIZE_HINT)
+    number, unit = Decimal(match[1]), (match[2] or "").lower()
+    power = " kmgtp".index(unit) if unit else 0
+    if number <= 0:
+        raise ValueProblem("give a size above 0, like 512m")
+    if number == number.to_integral_value():
+        return f"{int(number)}{_BINARY_UNITS[power]}"
+    size_bytes = int(number * 1024**power)  # docker truncates fractions of a byte too
+    for exponent in range(power, 0, -1):
+        whole, rest = divmod(size_bytes, 1024**exponent)
+        if rest == 0:
+            return f"{whole}{_BINARY_UNITS[exponent]}"
+    return str(size_bytes)
+
+
+def parse_memory(text: str) -> str:
+    """`-m/--memory`: docker's size form (see `parse_size`)."""
+    return parse_size(text)
+
+
+def parse_gpus(text: str) -> int:
+    """A GPU count (`2`, or docker's `count=2`); 0 asks for none."""
+    value = text.strip().removeprefix("count=")
+    if value == "all":
+        raise ValueProblem(
+            "Kubernetes schedules GPUs by count and cannot ask for all of a node's GPUs; "
+            "give a number like 1 (`kubectl describe node` shows how many a node has)"
+        )
+    if not value.isdigit():
+        raise ValueProblem("give a GPU count like 1 or 2")
+    return int(value)
+
+
+# --- small enumerations -------------------------------------------------------------------
+
+_PULL_POLICIES = {
+    "always": "Always",
+    "missing": "IfNotPresent",
+    "never": "Never",
+    "ifnotpresent": "IfNotPresent",
+}
+
+
+def parse_pull(text: str) -> str:
+    """docker's `--pull` as an imagePullPolicy (Kubernetes' own names are accepted too)."""
+    policy = _PULL_POLICIES.get(text.strip().lower())
+    if policy is None:
+        raise ValueProblem("use always, missing or never")
+    return policy
+
+
+def parse_mode(text: str) -> str:
+    """`pod` or `job`."""
+    mode = text.strip().lower()
+    if mode not in ("pod", "job"):
+        raise ValueProblem("use pod or job")
+    return mode
+
+
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
+
+
+def parse_bool(text: str) -> bool:
+    """A config switch given as text (after `${VAR}` interpolation)."""
+    lowered = text.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ValueProblem("use true or false")
+
+
+_PLATFORM = re.compile(r"([a-z0-9]+)/([a-z0-9_]+)(/[a-z0-9]+)?")
+
+
+def parse_platform(text: str) -> tuple[str, str]:
+    """`OS/ARCH`, matched against the nodes' kubernetes.io/os and kubernetes.io/arch labels."""
+    match = _PLATFORM.fullmatch(text.strip().lower())
+    if not match:
+        raise ValueProblem("use OS/ARCH, like linux/amd64 or linux/arm64")
+    if match[3]:
+        raise ValueProblem(
+            f"nodes carry no label for the variant {match[3][1:]!r}; use OS/ARCH, like "
+            f"{match[1]}/{match[2]}"
+        )
+    return match[1], match[2]
+
+
+# --- users, durations, counts ---------------------------------------------------------------
+
+_USER = re.compile(r"(\d+)(?::(\d+))?")
+
+
+def parse_user(text: str) -> tuple[int, int | None]:
+    """Numeric `UID[:GID]`; Kubernetes cannot look a user name up in the image."""
+    match = _USER.fullmatch(text.strip())
+    if not match:
+        raise ValueProblem(
+            "Kubernetes needs numeric IDs: use UID or UID:GID like 1000 or 1000:1000 "
+            "(`docker run --rm --entrypoint id IMAGE NAME` prints the IDs of a user name)"
+        )
+    return int(match[1]), None if match[2] is None else int(match[2])
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+_DURATION_HINT = "give seconds like 300, or a duration like 90s, 5m or 1h30m"
+
+
+def parse_duration_seconds(text: str) -> float:
+    """Seconds (`300`) or a Go-style duration (`90s`, `5m`, `1h30m`); more than zero."""
+    text = text.strip()
+    if text.startswith("-"):
+        raise ValueProblem(f"a duration cannot be negative; {_DURATION_HINT}")
+    if _DECIMAL.fullmatch(text):
+        seconds = float(text)
+    else:
+        parts = _DURATION_PART.findall(text)
+        if not parts or "".join(n + u for n, u in parts) != text:
+            raise ValueProblem(_DURATION_HINT)
+        seconds = sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
+    if seconds <= 0:
+        raise ValueProblem(f"a duration must be more than 0; {_DURATION_HINT}")
+    return seconds
+
+
+def parse_nonnegative_int(text: str) -> int:
+    """A whole number, 0 or more (seconds, for the keys that use it)."""
+    text = text.strip()
+    if re.fullmatch(r"-\d+", text):
+        raise ValueProblem("it cannot be negative; give a whole number like 30 (0 is allowed)")
+    if not text.isdigit():
+        raise ValueProblem("give a whole number like 30 (0 is allowed)")
+    return int(text)
+
+
+# --- paths, commands, capabilities, DNS ----------------------------------------------------
+
+
+def parse_workdir(text: str) -> str:
+    """An absolute directory inside the container, as docker requires."""
+    if not text.startswith("/"):
+        raise ValueProblem("the working directory must be an absolute path, like /app")
+    return text
+
+
+def parse_nonempty(text: str) -> str:
+    """Any text but the empty string (entrypoint, context and file names)."""
+    if not text.strip():
+        raise ValueProblem("give a non-empty value")
+    return text
+
+
+_CAPABILITY = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
+def parse_capability(text: str) -> str:
+    """A Linux capability as Kubernetes names it: `net_admin` / `CAP_NET_ADMIN` -> `NET_ADMIN`."""
+    name = text.strip().upper().removeprefix("CAP_")
+    if not _CAPABILITY.fullmatch(name):
+        raise ValueProblem("give a capability name like NET_ADMIN or SYS_TIME (or ALL)")
+    return name
+
+
+def _ip_address(text: str) -> str:
+    import ipaddress  # only for the few flags that take an address
+
+    try:
+        return str(ipaddress.ip_address(text.strip().removeprefix("[").removesuffix("]")))
+    except ValueError:
+        raise ValueProblem(f"{text!r} is not an IP address; give one like 10.0.0.2") from None
+
+
+def parse_dns_ip(text: str) -> str:
+    """A nameserver for `--dns`: an IPv4 or IPv6 address."""
+    return _ip_address(text)
+
+
+_DOMAIN = re.compile(
+    r"[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*\.?"
+)
+
+
+def parse_dns_search(text: str) -> str:
+    """A search domain for `--dns-search`, like example.com."""
+    if len(text) > MAX_SUBDOMAIN or not _DOMAIN.fullmatch(text):
+        raise ValueProblem("give a domain name like example.com")
+    return text
+
+
+def parse_add_host(text: str) -> tuple[str, str]:
+    """docker's `HOST:IP` (or `HOST=IP`) for `spec.hostAliases`."""
+    separator = min((i for i in (text.find(":"), text.find("=")) if i >= 0), default=-1)
+    if separator <= 0:
+        raise ValueProblem("use HOST:IP, like db.local:10.0.0.5")
+    host, address = text[:separator], text[separator + 1 :]
+    if address == "host-gateway":
+        raise ValueProblem(
+            "host-gateway means the docker host, which a pod does not have; give an IP "
+            "address, like db.local:10.0.0.5"
+        )
+    if len(host) > MAX_SUBDOMAIN or not _DOMAIN.fullmatch(host):
+        raise ValueProblem(f"{host!r} is not a host name; use HOST:IP, like db.local:10.0.0.5")
+    return host, _ip_address(address)
+
+
+_TOLERATION_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def parse_toleration(text: str) -> dict[str, str]:
+    """`KEY[=VALUE]:EFFECT`, the form of `kubectl taint`, as a toleration."""
+    rest, colon, effect = text.rpartition(":")
+    hint = "use KEY[=VALUE]:EFFECT, like gpu=true:NoSchedule or dedicated:NoExecute"
+    if not colon or effect not in _TOLERATION_EFFECTS:
+        raise ValueProblem(f"{hint}; EFFECT is one of {', '.join(_TOLERATION_EFFECTS)}")
+    key, equals, value = rest.partition("=")
+    try:
+        validate_label_key(key)
+        validate_label_value(value)
+    except ValueProblem as problem:
+        raise ValueProblem(f"{hint} ({problem})") from None
+    if equals:
+        return {"key": key, "operator": "Equal", "value": value, "effect": effect}
+    return {"key": key, "operator": "Exists", "effect": effect}
+
+
+@dataclass(frozen=True)
+class Tmpfs:
+    """One `--tmpfs PATH[:OPTIONS]`: an in-memory emptyDir mounted at `path`."""
+
+    path: str
+    size_limit: str | None = None
+    read_only: bool = False
+
+
+def parse_tmpfs(text: str) -> Tmpfs:
+    """docker's `PATH[:OPTIONS]`; of the options, `rw`, `ro` and `size=SIZE` have a meaning."""
+    path, _, options = text.partition(":")
+    if not path.startswith("/"):
+        raise ValueProblem("the tmpfs mount point must be an absolute path, like /tmp or /run")
+    size: str | None = None
+    read_only = False
+    for option in filter(None, options.split(",")):
+        name, _, value = option.partition("=")
+        if name == "size" and value:
+            size = parse_size(value)
+        elif option in ("rw", "ro"):
+            read_only = option == "ro"
+        else:
+            raise ValueProblem(
+                f"the tmpfs option {option!r} has no Kubernetes equivalent; use PATH, "
+                "PATH:size=64m or PATH:ro"
+            )
+    return Tmpfs(path, size, read_only)
