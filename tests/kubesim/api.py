@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from tests.kubesim import apierrors, defaults, patches, tables, validation
+from tests.kubesim import apierrors, defaults, patches, protobuf, tables, validation
 from tests.kubesim.admission import Admission, authorize
 from tests.kubesim.apierrors import ApiError
 from tests.kubesim.logbook import LogBook, LogStreamDropped, parse_timestamp
@@ -177,6 +177,8 @@ class Api:
 
     def _body(self, req: Request) -> Any:
         content_type = req.header("Content-Type").split(";", 1)[0].strip()
+        if content_type == protobuf.CONTENT_TYPE:
+            return protobuf.decode(req.body)
         try:
             if content_type in ("application/yaml", "application/apply-patch+yaml"):
                 return yaml.safe_load(req.body.decode("utf-8"))

@@ -43,7 +43,7 @@ def write_kubeconfig(path: Path, config: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _descendants(root: int) -> set[tuple[int, str]]:
+def descendants(root: int) -> set[tuple[int, str]]:
     """(pid, start time) of every living process below `root`, from /proc."""
     children: dict[int, list[int]] = {}
     starts: dict[int, str] = {}
@@ -68,7 +68,7 @@ def _descendants(root: int) -> set[tuple[int, str]]:
     return found
 
 
-def _alive(processes: set[tuple[int, str]]) -> set[tuple[int, str]]:
+def alive(processes: set[tuple[int, str]]) -> set[tuple[int, str]]:
     alive = set()
     for pid, start in processes:
         try:
@@ -110,13 +110,13 @@ def serve(args: argparse.Namespace) -> int:
     print(f"kubesim: ready on {sim.url} (kubeconfig {kubeconfig})", flush=True)
     while not stop.wait(0.5):
         pass
-    started = _descendants(os.getpid())
+    started = descendants(os.getpid())
     sim.stop()
     deadline = time.monotonic() + 5
-    left = _alive(started)
+    left = alive(started)
     while left and time.monotonic() < deadline:
         time.sleep(0.05)
-        left = _alive(left)
+        left = alive(left)
     if left:
         for pid, _ in left:
             with contextlib.suppress(OSError):

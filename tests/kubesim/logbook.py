@@ -173,6 +173,11 @@ class LogBook:
             self._cond.notify_all()
             return count
 
+    def follower_count(self) -> int:
+        """How many follow streams are open."""
+        with self._cond:
+            return sum(len(s.followers) for s in self._streams.values())
+
     def has_records(self, namespace: str, pod: str, container: str) -> bool:
         with self._cond:
             stream = self._streams.get((namespace, pod, container))

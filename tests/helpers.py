@@ -1,0 +1,27 @@
+"""Small helpers shared by the tests: deadline polling instead of sleeps."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+POLL_SECONDS = 0.05
+
+
+def wait_until(condition: Callable[[], T], seconds: float, what: str,
+               interval: float = POLL_SECONDS) -> T:
+    """Poll `condition` until it returns something true and return that; fail with
+    `timed out after Ns waiting for WHAT` once `seconds` have passed."""
+    deadline = time.monotonic() + seconds
+    pause = threading.Event()
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {seconds}s waiting for {what}")
+        pause.wait(interval)
