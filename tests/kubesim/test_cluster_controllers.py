@@ -111,10 +111,15 @@ def condition_types(job: dict[str, object] | None) -> list[str]:
     return [c["type"] for c in status.get("conditions") or []]  # type: ignore[union-attr]
 
 
+def wait_condition(sim: Sim, job: str, type_: str, seconds: float = 10) -> dict[str, Any]:
+    """The Job once it has condition `type_`."""
+    return dict(wait_until(lambda: type_ in condition_types(sim.job(job)) and sim.job(job),
+                           seconds, f"job {job} to have condition {type_}"))
+
+
 def test_job_success(sim: Sim) -> None:
     sim.create_job("work", [container(command=["sh", "-c", "echo done"])])
-    job = wait_until(lambda: "Complete" in condition_types(sim.job("work")) and sim.job("work"),
-                     10, "the job to complete")
+    job = wait_condition(sim, "work", "Complete")
     assert condition_types(job) == ["SuccessCriteriaMet", "Complete"]
     complete = job["status"]["conditions"][1]
     assert (complete["reason"], complete["message"]) == (
@@ -146,8 +151,7 @@ def test_job_active_while_running(sim: Sim) -> None:
 
 def test_job_failure_with_backoff_limit_zero(sim: Sim) -> None:
     sim.create_job("work", [container(command=["sh", "-c", "exit 7"])])
-    job = wait_until(lambda: "Failed" in condition_types(sim.job("work")) and sim.job("work"),
-                     10, "the job to fail")
+    job = wait_condition(sim, "work", "Failed")
     assert condition_types(job) == ["FailureTarget", "Failed"]
     failed = job["status"]["conditions"][1]
     assert (failed["reason"], failed["message"]) == (
@@ -159,15 +163,14 @@ def test_job_failure_with_backoff_limit_zero(sim: Sim) -> None:
 
 def test_job_retries_up_to_its_backoff_limit(sim: Sim) -> None:
     sim.create_job("work", [container(command=["sh", "-c", "exit 1"])], backoffLimit=2)
-    job = wait_until(lambda: "Failed" in condition_types(sim.job("work")) and sim.job("work"),
-                     15, "the job to fail")
+    job = wait_condition(sim, "work", "Failed", seconds=15)
     assert job["status"]["failed"] == 3
     assert len(sim.pods_of_job("work")) == 3
 
 
 def test_job_ttl_after_finished_deletes_job_and_pods(sim: Sim) -> None:
     sim.create_job("work", [container(command=["true"])], ttlSecondsAfterFinished=1)
-    wait_until(lambda: "Complete" in condition_types(sim.job("work")), 10, "completion")
+    wait_condition(sim, "work", "Complete")
     pod_name = sim.pods_of_job("work")[0]["metadata"]["name"]
     finished = time.monotonic()
     sim.wait_gone("jobs", "work", seconds=5)
