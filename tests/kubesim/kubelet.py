@@ -473,16 +473,15 @@ class PodWorker:
     # -- deletion, eviction, forgetting --------------------------------------------------------
 
     def request_deletion(self, grace: float) -> None:
+        deadline = time.monotonic() + max(grace, 0.0)
         with self._lock:
-            deadline = time.monotonic() + max(grace, 0.0)
-            if self._deleting:
-                self._deadline = min(self._deadline, deadline)
-                with self._finished:
-                    self._finished.notify_all()
-                return
+            again = self._deleting
+            self._deadline = min(self._deadline, deadline) if again else deadline
             self._deleting = True
             self._terminating = True
-            self._deadline = deadline
+        if again:  # a shorter grace period: wake the deleter (lock order: _finished alone)
+            self.runner_finished()
+            return
         self.stopping.set()
         threading.Thread(target=self._delete, name=f"kubesim-delete-{self.name}",
                          daemon=True).start()

@@ -108,6 +108,19 @@ def test_graceful_deletion_kills_after_the_grace_period(sim: Sim) -> None:
     assert final["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 137
 
 
+def test_a_shorter_grace_period_cuts_a_running_deletion_short(sim: Sim) -> None:
+    sim.run("p", "sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.1; done")
+    wait_until(lambda: b"ready" in sim.logs("p"), 5, "the TERM-ignoring script to start")
+    sim.store.update("pods", "default", "p", lambda o: o["metadata"].update(
+        deletionTimestamp="2030-01-01T00:00:00Z", deletionGracePeriodSeconds=60))
+    wait_until(lambda: "Killing" in sim.reasons("p"), 5, "the Killing event")
+    started = time.monotonic()
+    sim.store.update("pods", "default", "p", lambda o: o["metadata"].update(
+        deletionGracePeriodSeconds=1))
+    sim.wait_gone("pods", "p", seconds=6)
+    assert time.monotonic() - started < 4.0
+
+
 def test_pod_deleted_from_the_store_is_killed_and_forgotten(sim: Sim) -> None:
     sim.run("p", "sh", "-c", "echo up; sleep 30")
     wait_until(lambda: b"up" in sim.logs("p"), 5, "output")
