@@ -96,7 +96,7 @@ class Kubesim:
     def ctl(self, *args: str) -> str:
         """`scripts/kubesim ctl --kubeconfig K ARGS...`; its stdout, or KubesimError."""
         done = subprocess.run([str(KUBESIM), "ctl", "--kubeconfig", str(self.kubeconfig),
-                               *args], env=self.env, capture_output=True, timeout=30,
+                               *args], env=self.env, capture_output=True, timeout=120,
                               stdin=subprocess.DEVNULL)
         if done.returncode != 0:
             raise KubesimError(f"kubesim ctl {' '.join(args)} failed ({done.returncode}): "

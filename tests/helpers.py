@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -25,3 +26,15 @@ def wait_until(condition: Callable[[], T], seconds: float, what: str,
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {seconds}s waiting for {what}")
         pause.wait(interval)
+
+
+def json_stream(text: str) -> list[Any]:
+    """Concatenated JSON documents, as `kubectl get -w -o json` prints them."""
+    decoder, out, i = json.JSONDecoder(), [], 0
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text):
+            return out
+        value, i = decoder.raw_decode(text, i)
+        out.append(value)

@@ -8,8 +8,9 @@
     POST /kubesim/evict?namespace=NS&name=POD    node-pressure eviction (the cluster half)
     POST /kubesim/delete-pod?namespace=NS&name=POD[&gracePeriodSeconds=N]
                                                  a graceful delete, as another actor would
-    POST /kubesim/seed?resource=pods&namespace=NS   body: a JSON list of objects, stored
-                                                 through the create path in one request
+    POST /kubesim/seed-pods?namespace=NS&count=N[&labels=a=b,c=d][&prefix=P]
+                                                 store N pods no scheduler takes (for scale
+                                                 tests), through the create path
     GET  /kubesim/stats                          object counts, open watches, listening
 
 Errors are Status objects like the API's. The `Sim` protocol is what this module needs of
@@ -18,7 +19,6 @@ the server (server.KubeSim provides it).
 
 from __future__ import annotations
 
-import json
 from typing import Any, Protocol
 
 from tests.kubesim import apierrors
@@ -92,26 +92,31 @@ def handle(sim: Sim, req: Request) -> Reply:
         pods = next(r for r in RESOURCES if r.plural == "pods")
         result = sim.api.delete_object(Route(pods, namespace, name, ""), options)
         return Reply.json(200, result)
-    if verb == "seed":
-        return _seed(sim, req)
+    if verb == "seed-pods":
+        return _seed_pods(sim, req)
     raise apierrors.no_such_path()
 
 
-def _seed(sim: Sim, req: Request) -> Reply:
-    resource = _required(req, "resource")
-    namespace = req.param("namespace")
-    target = next((r for r in RESOURCES if r.plural == resource), None)
-    if target is None:
-        raise apierrors.bad_request(f"unknown resource {resource!r}")
-    try:
-        objects = json.loads(req.body or b"[]")
-    except ValueError as exc:
-        raise apierrors.bad_request(f"body is not JSON: {exc}") from None
-    if not isinstance(objects, list):
-        raise apierrors.bad_request("body must be a JSON list of objects")
-    created = 0
-    for obj in objects:
-        route = Route(target, namespace if target.namespaced else None, None, "")
-        sim.api.create_object(route, obj)
-        created += 1
-    return Reply.json(201, {"created": created})
+IDLE_SCHEDULER = "kubesim-idle"  # no scheduler serves it: the pods stay Pending, unbound
+
+
+def _seed_pods(sim: Sim, req: Request) -> Reply:
+    """Store COUNT pods that no scheduler picks up (schedulerName kubesim-idle), each through
+    the whole create path, for scale tests: NAMESPACE/PREFIX00000, ... with LABELS."""
+    namespace = _required(req, "namespace")
+    count = int(_float(req, "count", 0) or 0)
+    prefix = req.param("prefix") or "seed-"
+    labels: dict[str, str] = {}
+    for pair in (req.param("labels") or "").split(","):
+        if pair.strip():
+            key, _, value = pair.partition("=")
+            labels[key.strip()] = value.strip()
+    pods = next(r for r in RESOURCES if r.plural == "pods")
+    route = Route(pods, namespace, None, "")
+    for i in range(count):
+        sim.api.create_object(route, {
+            "metadata": {"name": f"{prefix}{i:05d}", "labels": dict(labels)},
+            "spec": {"schedulerName": IDLE_SCHEDULER,
+                     "containers": [{"name": "main", "image": "alpine:3.20"}]},
+        })
+    return Reply.json(201, {"created": count})

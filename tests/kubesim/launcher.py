@@ -7,7 +7,8 @@
         and exit 0; exit 3 when a process it started outlived the stop.
     ctl --kubeconfig FILE VERB [ARGS]
         drop-logs [--after-bytes N] | drop-watches | restart --down SECONDS |
-        evict NAMESPACE/POD | delete-pod NAMESPACE/POD [--grace-period N] | stats
+        evict NAMESPACE/POD | delete-pod NAMESPACE/POD [--grace-period N] | stats |
+        seed-pods NAMESPACE COUNT [--labels a=b,c=d] [--prefix P]
         Ask the running simulator, over its control API, to inject a fault. Prints its
         answer (JSON) and exits 0, or prints the error and exits 1.
 """
@@ -140,7 +141,7 @@ def _client(kubeconfig: Path) -> tuple[str, str, ssl.SSLContext]:
 
 
 def control_request(kubeconfig: Path, method: str, verb: str, params: dict[str, Any],
-                    timeout: float = 10.0) -> Any:
+                    timeout: float = 120.0) -> Any:
     """Call the control API; returns the decoded JSON answer, raises RuntimeError."""
     server, token, ssl_context = _client(kubeconfig)
     query = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
@@ -180,6 +181,9 @@ def ctl(args: argparse.Namespace) -> int:
         params["namespace"], params["name"] = _pod_ref(args.pod)
         if verb == "delete-pod":
             params["gracePeriodSeconds"] = args.grace_period
+    elif verb == "seed-pods":
+        params.update(namespace=args.namespace, count=args.count, labels=args.labels,
+                      prefix=args.prefix)
     elif verb == "stats":
         method = "GET"
     try:
@@ -215,6 +219,11 @@ def parser() -> argparse.ArgumentParser:
     delete.add_argument("pod", help="NAMESPACE/POD")
     delete.add_argument("--grace-period", type=int, default=None)
     faults.add_parser("stats", help="object counts and open watches")
+    seed = faults.add_parser("seed-pods", help="store pods that never run (scale tests)")
+    seed.add_argument("namespace")
+    seed.add_argument("count", type=int)
+    seed.add_argument("--labels", default="", help="a=b,c=d")
+    seed.add_argument("--prefix", default="seed-")
     return top
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import wait_until
+from tests.helpers import json_stream, wait_until
 from tests.kubesim.inprocess import InProcess, running
 
 SCENARIO: dict[str, Any] = {
@@ -65,18 +65,6 @@ def ok(done: subprocess.CompletedProcess[bytes]) -> str:
 def err(done: subprocess.CompletedProcess[bytes]) -> str:
     assert done.returncode != 0, done.stdout.decode(errors="replace")
     return done.stderr.decode(errors="replace")
-
-
-def json_stream(text: str) -> list[Any]:
-    """Concatenated JSON documents, as `kubectl get -w -o json` prints them."""
-    decoder, out, i = json.JSONDecoder(), [], 0
-    while True:
-        while i < len(text) and text[i].isspace():
-            i += 1
-        if i >= len(text):
-            return out
-        value, i = decoder.raw_decode(text, i)
-        out.append(value)
 
 
 def set_running(k: InProcess, namespace: str, name: str, node: str = "kubesim-node") -> None:
