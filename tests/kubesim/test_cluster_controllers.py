@@ -168,6 +168,16 @@ def test_job_retries_up_to_its_backoff_limit(sim: Sim) -> None:
     assert len(sim.pods_of_job("work")) == 3
 
 
+def test_job_active_deadline_fails_it_and_stops_its_pod(sim: Sim) -> None:
+    sim.create_job("work", [container(command=["sleep", "30"])], activeDeadlineSeconds=1)
+    job = wait_condition(sim, "work", "Failed", seconds=10)
+    failed = job["status"]["conditions"][-1]
+    assert (failed["reason"], failed["message"]) == (
+        "DeadlineExceeded", "Job was active longer than specified deadline")
+    wait_until(lambda: not sim.pods_of_job("work"), 10, "the job's pod to be deleted")
+    assert "SuccessfulDelete" in sim.reasons("work")
+
+
 def test_job_ttl_after_finished_deletes_job_and_pods(sim: Sim) -> None:
     sim.create_job("work", [container(command=["true"])], ttlSecondsAfterFinished=1)
     wait_condition(sim, "work", "Complete")

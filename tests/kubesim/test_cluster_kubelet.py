@@ -310,6 +310,17 @@ def test_working_directory(sim: Sim, tmp_path: Path) -> None:
     assert sim.logs("scratch").startswith(sim.cluster.kubelet.scratch_root.encode())
 
 
+def test_never_pull_and_empty_command(sim_with: Callable[..., Sim]) -> None:
+    sim = sim_with(images={"bare": {"entrypoint": [], "cmd": []},
+                           "remote": {"cmd": ["sh"], "pull_seconds": 5}})
+    sim.create_pod(pod_object("never", [container(image="remote:1", imagePullPolicy="Never")]))
+    assert sim.wait_waiting("never", "ErrImageNeverPull", seconds=3)["message"] == \
+        'Container image "remote:1" is not present with pull policy of Never'
+    sim.create_pod(pod_object("empty", [container(image="bare:1")]))
+    message = sim.wait_waiting("empty", "CreateContainerError", seconds=3)["message"]
+    assert message.endswith("no command specified")
+
+
 def test_command_that_cannot_start_is_start_error(sim: Sim) -> None:
     sim.run("p", "no-such-command-here")
     assert sim.wait_phase("p", "Failed") == "Failed"
