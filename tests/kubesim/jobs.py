@@ -205,7 +205,7 @@ class JobController(Controller):
         if failed != seen:
             seen, since = failed, time.monotonic()
             self._failures_seen[uid] = (seen, since)
-        delay = min(self._backoff * 2 ** (failed - 1), 360.0)
+        delay = min(self._backoff * 2.0 ** (failed - 1), 360.0)
         return since + delay - time.monotonic()
 
     def _finish(self, job: Obj, counts: dict[str, int], target: dict[str, Any]) -> None:

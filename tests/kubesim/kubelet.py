@@ -226,8 +226,10 @@ def evict_status(store: Store, recorder: EventRecorder, pod: Obj, *, usage: dict
             statuses = []
             for container in (obj.get("spec") or {}).get(section) or []:
                 old = previous.get(container.get("name"))
-                ended = old is not None and "terminated" in (old.get("state") or {})
-                statuses.append(old if ended else unknown(container, old))
+                if old is not None and "terminated" in (old.get("state") or {}):
+                    statuses.append(old)
+                else:
+                    statuses.append(unknown(container, old))
             if statuses:
                 status[field] = sorted(statuses, key=lambda s: s.get("name", "")) \
                     if field == "containerStatuses" else statuses

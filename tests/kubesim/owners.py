@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, TypeGuard
 
 from tests.kubesim.informer import object_key
 from tests.kubesim.store import Obj, Store
@@ -32,7 +32,7 @@ def controller_job(obj: Obj) -> dict[str, Any] | None:
     return next((ref for ref in job_owners(obj) if ref.get("controller")), None)
 
 
-def owned_by(obj: Obj | None, uid: str) -> bool:
+def owned_by(obj: Obj | None, uid: str) -> TypeGuard[Obj]:
     return obj is not None and any(ref.get("uid") == uid for ref in job_owners(obj))
 
 

@@ -146,7 +146,7 @@ def missing_claim(spec: Obj, namespace: str, scenario: Scenario) -> str | None:
     for volume in spec.get("volumes") or []:
         claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
         if claim and claim not in claims:
-            return claim
+            return str(claim)
     return None
 
 

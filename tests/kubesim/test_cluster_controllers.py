@@ -106,9 +106,9 @@ def test_pods_spread_over_nodes_that_fit(sim_with: Callable[..., Sim]) -> None:
 POD_NAME = re.compile(r"^work-[bcdfghjklmnpqrstvwxz2456789]{5}$")
 
 
-def condition_types(job: dict[str, object] | None) -> list[str]:
+def condition_types(job: dict[str, Any] | None) -> list[str]:
     status = (job or {}).get("status") or {}
-    return [c["type"] for c in status.get("conditions") or []]  # type: ignore[union-attr]
+    return [c["type"] for c in status.get("conditions") or []]
 
 
 def wait_condition(sim: Sim, job: str, type_: str, seconds: float = 10) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -282,7 +283,7 @@ def test_pull_delay_keeps_container_creating_then_runs(sim_with: Callable[..., S
 def test_command_and_args_resolve_against_the_image(sim_with: Callable[..., Sim]) -> None:
     sim = sim_with(images={"tool": {"entrypoint": ["echo", "entry"],
                                     "cmd": ["default-cmd"]}})
-    cases = {
+    cases: dict[str, dict[str, Any]] = {
         "image-defaults": {},
         "args-only": {"args": ["given-args"]},
         "command-only": {"command": ["echo", "cmd"]},

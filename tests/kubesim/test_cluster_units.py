@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -128,17 +129,17 @@ def test_go_durations() -> None:
 # -- pod phase --------------------------------------------------------------------------------
 
 
-def _pod(policy: str, *states: dict[str, object]) -> dict[str, object]:
+def _pod(policy: str, *states: dict[str, Any]) -> dict[str, Any]:
     names = [f"c{i}" for i in range(len(states))]
     return {"spec": {"restartPolicy": policy, "containers": [{"name": n} for n in names]},
             "status": {"containerStatuses": [{"name": n, "state": s}
                                              for n, s in zip(names, states, strict=True)]}}
 
 
-RUN = {"running": {}}
-OK = {"terminated": {"exitCode": 0}}
-BAD = {"terminated": {"exitCode": 1}}
-WAIT = {"waiting": {"reason": "ContainerCreating"}}
+RUN: dict[str, Any] = {"running": {}}
+OK: dict[str, Any] = {"terminated": {"exitCode": 0}}
+BAD: dict[str, Any] = {"terminated": {"exitCode": 1}}
+WAIT: dict[str, Any] = {"waiting": {"reason": "ContainerCreating"}}
 
 
 @pytest.mark.parametrize(("policy", "states", "phase"), [
@@ -151,7 +152,7 @@ WAIT = {"waiting": {"reason": "ContainerCreating"}}
     ("OnFailure", [OK], "Succeeded"),
     ("Always", [OK], "Running"),
 ])
-def test_phase_rules(policy: str, states: list[dict[str, object]], phase: str) -> None:
+def test_phase_rules(policy: str, states: list[dict[str, Any]], phase: str) -> None:
     assert podstatus.phase(_pod(policy, *states)) == phase
 
 
@@ -163,7 +164,7 @@ def test_terminating_pod_ends_terminal_whatever_its_restart_policy() -> None:
 
 def test_conditions_keep_transition_times_while_unchanged() -> None:
     pod = _pod("Never", RUN)
-    pod["status"]["containerStatuses"][0]["ready"] = True  # type: ignore[index]
+    pod["status"]["containerStatuses"][0]["ready"] = True
     first = podstatus.merge_conditions(None, podstatus.conditions(pod, "Running", sandbox=True),
                                        "T1")
     again = podstatus.merge_conditions(first, podstatus.conditions(pod, "Running", sandbox=True),
