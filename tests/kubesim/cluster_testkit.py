@@ -156,6 +156,12 @@ class Sim:
              **kw: Any) -> bytes:
         return b"".join(self.logbook.read(namespace, name, container_name, **kw))
 
+    def containers_done(self, name: str, namespace: str = "default") -> bool:
+        """Whether every container thread of the pod's kubelet worker has finished."""
+        worker = self.cluster.kubelet._workers.get((namespace, name))
+        return worker is not None and bool(worker.runners) and all(
+            runner.done.is_set() for runner in worker.runners)
+
     def pods_of_job(self, job: str, namespace: str = "default") -> list[Obj]:
         items, _ = self.store.list("pods", namespace, label_selector=f"job-name={job}")
         return items

@@ -406,7 +406,8 @@ def test_eviction_shape(sim: Sim) -> None:
     assert "Evicted" in sim.reasons("p")
     groups = sim.started_groups()
     wait_until(lambda: not live_groups(groups), 5, "the evicted container to die")
-    time.sleep(0.2)  # nothing may overwrite the evicted status afterwards
+    wait_until(lambda: sim.containers_done("p"), 5, "the kubelet to be done with the pod")
+    # Its container thread ended after the eviction and did not overwrite the status.
     assert sim.state("p")[1]["reason"] == "ContainerStatusUnknown"
 
 
