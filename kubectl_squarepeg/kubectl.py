@@ -80,6 +80,12 @@ def _sh() -> Any:  # the sh module, imported on first use
     return sh
 
 
+def warm_up() -> None:
+    """Import sh on a thread of its own, so a run pays for it while it waits for its first
+    kubectl (the kubeconfig probe) rather than after."""
+    threading.Thread(target=_sh, name="import-sh", daemon=True).start()
+
+
 _PR_SET_PDEATHSIG = 1
 
 

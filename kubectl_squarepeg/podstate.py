@@ -38,7 +38,7 @@ FAIL_FAST_REASONS = frozenset(
 # container's real end was never observed (an evicted pod, a lost node).
 _UNOBSERVED_END_REASONS = frozenset({"ContainerStatusUnknown"})
 # Waiting reasons that only mean "the kubelet is getting there".
-_PROGRESS_REASONS = frozenset({"ContainerCreating", "PodInitializing"})
+PROGRESS_REASONS = frozenset({"ContainerCreating", "PodInitializing"})
 
 _EMPTY: Mapping[str, Any] = {}
 
@@ -157,7 +157,7 @@ def blocked_reason(pod: Mapping[str, Any]) -> str | None:
     if scheduled is not None and scheduled.get("status") == "False":
         return str(scheduled.get("reason") or "Unschedulable")
     waiting = _state(container_status(pod), "waiting")
-    if waiting and waiting.get("reason") in _PROGRESS_REASONS:
+    if waiting and waiting.get("reason") in PROGRESS_REASONS:
         return str(waiting["reason"])
     return None
 

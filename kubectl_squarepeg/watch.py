@@ -29,6 +29,10 @@ from kubectl_squarepeg.errors import ClusterError, StartupError
 SLICE_SECONDS = 0.1
 # How often a blocked Pending pod's events are fetched again (new ones may have appeared).
 EVENTS_INTERVAL_SECONDS = 2.0
+# A pod the kubelet is still creating is normally running a moment later: its events are
+# looked at only once it has been creating this long (an unschedulable pod's at once), so a
+# healthy start pays for no `kubectl get events`.
+CREATING_GRACE_SECONDS = 2.0
 # A watch that keeps failing (API server down) is retried this long before giving up; a
 # restarted API server is normally back within seconds.
 RETRY_WINDOW_SECONDS = 60.0
@@ -242,12 +246,23 @@ class EventReporter:
         self._clock = clock
         self._seen: set[tuple[str, str]] = set()
         self._next_fetch = 0.0
+        self._creating_since: float | None = None
 
     def poll(self, pod: Mapping[str, Any]) -> None:
         """Fetch and print new Warning events if the pod is blocked and it is time to look."""
-        if podstate.blocked_reason(pod) is None or self._clock() < self._next_fetch:
+        reason = podstate.blocked_reason(pod)
+        now = self._clock()
+        if reason is None:
+            self._creating_since = None
             return
-        self._next_fetch = self._clock() + EVENTS_INTERVAL_SECONDS
+        if reason in podstate.PROGRESS_REASONS:
+            if self._creating_since is None:
+                self._creating_since = now
+            if now - self._creating_since < CREATING_GRACE_SECONDS:
+                return
+        if now < self._next_fetch:
+            return
+        self._next_fetch = now + EVENTS_INTERVAL_SECONDS
         for item in self._fetch(podstate.name(pod)):
             if item.get("type") != "Warning":
                 continue

@@ -256,3 +256,22 @@ def test_real_watch_child_delivers_to_the_queue_from_another_thread() -> None:
     thread.start()
     thread.join()
     assert w.next(1.0) == watch.Event("MODIFIED", PODS[1])
+
+
+def test_a_pod_being_created_asks_for_events_only_after_the_grace() -> None:
+    creating = pod({"waiting": {"reason": "ContainerCreating"}})
+    fetched: list[str] = []
+
+    def fetch(name: str) -> list[Mapping[str, Any]]:
+        fetched.append(name)
+        return []
+
+    now = [0.0]
+    rep = watch.EventReporter(Console(Lines([])), fetch, clock=lambda: now[0])
+    rep.poll(creating)
+    now[0] = watch.CREATING_GRACE_SECONDS - 0.1
+    rep.poll(creating)
+    assert fetched == []  # a healthy start costs no `kubectl get events`
+    now[0] = watch.CREATING_GRACE_SECONDS + 0.1
+    rep.poll(creating)
+    assert fetched == ["p"]
