@@ -1,0 +1,134 @@
+"""Running the installed `kubectl-squarepeg` as a process against kubesim, for e2e tests.
+
+The `squarepeg` fixture runs the command in a scratch working directory with its own empty
+config home, so no config file of the machine or of the developer takes part, and with the
+simulator's kubeconfig in the environment. It returns what a user would see: the exit code,
+stdout as bytes, stderr as lines.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import wait_until
+
+__all__ = ["Finished", "Squarepeg", "names", "wait_until"]
+
+BIN = Path(sys.executable).parent
+SQUAREPEG = str(BIN / "kubectl-squarepeg")
+
+
+@dataclass(frozen=True)
+class Finished:
+    """One finished `kubectl-squarepeg` process."""
+
+    code: int
+    stdout: bytes
+    stderr: str
+
+    @property
+    def lines(self) -> list[str]:
+        return self.stderr.splitlines()
+
+    def has_line(self, *fragments: str) -> bool:
+        """Whether one stderr line holds every fragment."""
+        return any(all(f in line for f in fragments) for line in self.lines)
+
+
+def isolated_env(
+    kubesim: Any, home: Path, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    env = {k: v for k, v in kubesim.env.items() if k != "SQUAREPEG_CONFIG"}
+    env["XDG_CONFIG_HOME"] = str(home / "xdg")
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("USER", "tester")
+    env["LOGNAME"] = env["USER"]
+    env.update(extra or {})
+    return env
+
+
+class Squarepeg:
+    """Runs `kubectl-squarepeg SUBCOMMAND -n NS ARGS...` the way a user's shell would."""
+
+    def __init__(self, kubesim: Any, namespace: str, home: Path) -> None:
+        self.kubesim = kubesim
+        self.namespace = namespace
+        self.home = home
+        self.cwd = home / "cwd"
+        self.cwd.mkdir(exist_ok=True)
+        self._started: list[subprocess.Popen[bytes]] = []
+
+    def argv(self, args: tuple[str, ...], namespaced: bool) -> list[str]:
+        argv: list[str] = [SQUAREPEG, args[0]]
+        if namespaced:
+            argv += ["-n", self.namespace]
+        return argv + list(args[1:])
+
+    def __call__(
+        self,
+        *args: str,
+        env: Mapping[str, str] | None = None,
+        stdout: Any = subprocess.PIPE,
+        namespaced: bool = True,
+        timeout: float = 120,
+    ) -> Finished:
+        """Run to the end. `stdout` may be an open file (to check `> file` capture), and
+        `namespaced=False` leaves out `-n NS` (for `--context` and in-cluster tests)."""
+        done = subprocess.run(
+            self.argv(args, namespaced),
+            env=isolated_env(self.kubesim, self.home, env),
+            cwd=self.cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            timeout=timeout,
+        )
+        return Finished(done.returncode, done.stdout or b"", done.stderr.decode("utf-8", "replace"))
+
+    def start(self, *args: str, env: Mapping[str, str] | None = None,
+              **popen: Any) -> subprocess.Popen[bytes]:
+        """Start in the background (stdout and stderr piped unless given); ended at teardown."""
+        popen.setdefault("stdout", subprocess.PIPE)
+        popen.setdefault("stderr", subprocess.PIPE)
+        popen.setdefault("stdin", subprocess.DEVNULL)
+        process = subprocess.Popen(
+            self.argv(args, True), env=isolated_env(self.kubesim, self.home, env),
+            cwd=self.cwd, **popen,
+        )
+        self._started.append(process)
+        return process
+
+    def finish(self, process: subprocess.Popen[bytes], timeout: float = 120) -> Finished:
+        out, err = process.communicate(timeout=timeout)
+        return Finished(process.returncode, out or b"", (err or b"").decode("utf-8", "replace"))
+
+    def close(self) -> None:
+        for process in self._started:
+            if process.poll() is None:
+                process.kill()
+            process.communicate()
+
+
+@pytest.fixture
+def squarepeg(kubesim: Any, namespace: str, tmp_path: Path) -> Iterator[Squarepeg]:
+    runner = Squarepeg(kubesim, namespace, tmp_path)
+    try:
+        yield runner
+    finally:
+        runner.close()
+
+
+def names(kubesim: Any, namespace: str, kinds: str = "pods,jobs") -> list[str]:
+    """`kind/name` of everything of `kinds` in the namespace (kubectl's `-o name`, without
+    the API group)."""
+    done = kubesim.kubectl("get", kinds, "-n", namespace, "-o", "name")
+    assert done.returncode == 0, done.stderr
+    return [line.replace(".batch/", "/") for line in done.stdout.decode().split()]

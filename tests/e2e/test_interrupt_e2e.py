@@ -1,0 +1,172 @@
+"""Ctrl-C and SIGTERM during a run, the way a terminal delivers them.
+
+The command runs on a pseudo-terminal as the session leader of its own session, so writing
+`\\x03` to the terminal makes the kernel send SIGINT to the terminal's foreground process
+group, exactly as a keyboard Ctrl-C does (never `os.kill` on squarepeg's pid alone). The
+kubectl children squarepeg started must not see it: they are in sessions of their own.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import termios
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import Squarepeg, names, wait_until
+
+SLEEPER = ("alpine", "sh", "-c", "echo ready; sleep 120")
+
+
+def _make_controlling_terminal() -> None:
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+class Terminal:
+    """One command on a pty of its own; stderr and stdout go to files we can poll."""
+
+    def __init__(self, squarepeg: Squarepeg, tmp_path: Path, *args: str) -> None:
+        self.master, slave = os.openpty()
+        self.err = tmp_path / "stderr"
+        self.out = tmp_path / "stdout"
+        with self.err.open("wb") as err, self.out.open("wb") as out:
+            self.process = squarepeg.start(
+                *args, stdin=slave, stdout=out, stderr=err,
+                start_new_session=True, preexec_fn=_make_controlling_terminal,
+            )
+        os.close(slave)
+
+    def ctrl_c(self) -> None:
+        os.write(self.master, b"\x03")
+
+    def stderr(self) -> str:
+        return self.err.read_text()
+
+    def wait(self, seconds: float = 60) -> int:
+        return self.process.wait(seconds)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        os.close(self.master)
+
+
+@pytest.fixture
+def terminal(squarepeg: Squarepeg, tmp_path: Path) -> Iterator[Any]:
+    opened: list[Terminal] = []
+
+    def open_terminal(*args: str) -> Terminal:
+        term = Terminal(squarepeg, tmp_path, *args)
+        opened.append(term)
+        return term
+
+    yield open_terminal
+    for term in opened:
+        term.close()
+
+
+def wait_for_output(term: Terminal) -> None:
+    wait_until(lambda: term.out.read_bytes() == b"ready\n", 60, "the container's first line")
+
+
+@pytest.mark.parametrize("mode", ["pod", "job"])
+def test_one_ctrl_c_cleans_up_and_exits_130(
+    terminal: Any, kubesim: Any, namespace: str, mode: str
+) -> None:
+    term = terminal("run", "--mode", mode, "--name", f"ctrl-c-{mode}", *SLEEPER)
+    wait_for_output(term)
+    term.ctrl_c()
+    assert term.wait() == 130, term.stderr()
+    assert "press Ctrl-C again to leave" in term.stderr()
+    wait_until(lambda: names(kubesim, namespace) == [], 30, "the resource to be deleted")
+
+
+def test_two_ctrl_c_leave_the_resource_running_and_name_it(
+    terminal: Any, kubesim: Any, namespace: str
+) -> None:
+    term = terminal("run", "--name", "abandoned", *SLEEPER)
+    wait_for_output(term)
+    term.ctrl_c()
+    wait_until(lambda: "press Ctrl-C again" in term.stderr(), 30, "the first message")
+    term.ctrl_c()
+    try:
+        assert term.wait() == 130, term.stderr()
+        assert "pod/abandoned is left running" in term.stderr()
+        assert "kubectl delete pod abandoned" in term.stderr()
+        phase = kubesim.kubectl(
+            "get", "pod", "abandoned", "-n", namespace, "-o", "jsonpath={.status.phase}"
+        )
+        assert phase.stdout == b"Running"
+    finally:
+        kubesim.kubectl("delete", "pod", "abandoned", "-n", namespace, "--wait=false")
+
+
+def test_sigterm_behaves_as_the_first_ctrl_c(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "stdout"
+    with out.open("wb") as handle:
+        process = squarepeg.start("run", "--name", "terminated", *SLEEPER, stdout=handle)
+    wait_until(lambda: out.read_bytes() == b"ready\n", 60, "the container's first line")
+    process.send_signal(signal.SIGTERM)
+    done = squarepeg.finish(process, timeout=60)
+    assert done.code == 130, done.stderr
+    assert done.has_line("SIGTERM"), done.lines
+    wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be deleted")
+
+
+def kubectl_children_of(kubeconfig: str) -> list[int]:
+    """Pids of kubectl processes whose environment points at this simulator."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if b"kubectl" in cmdline.split(b"\0")[0] and kubeconfig.encode() in environ:
+            found.append(int(entry.name))
+    return found
+
+
+def test_sigkill_leaves_the_pod_and_no_kubectl_and_a_later_run_sweeps_it(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "stdout"
+    with out.open("wb") as handle:
+        process = squarepeg.start(
+            "run", "--name", "killed", "alpine", "sh", "-c", "echo ready; sleep 1",
+            stdout=handle,
+        )
+    wait_until(lambda: out.read_bytes() == b"ready\n", 60, "the container's first line")
+    process.kill()
+    process.wait(10)
+    # The kubectl children die with squarepeg; the pod stays and finishes on its own.
+    wait_until(lambda: not kubectl_children_of(str(kubesim.kubeconfig)), 10, "kubectl to end")
+    assert names(kubesim, namespace) == ["pod/killed"]
+    wait_until(
+        lambda: kubesim.kubectl(
+            "get", "pod", "killed", "-n", namespace, "-o", "jsonpath={.status.phase}"
+        ).stdout == b"Succeeded",
+        30, "the orphan to finish",
+    )
+    config = tmp_path / "sweep-fast.yaml"
+    config.write_text("orphan_sweep_min_age: 1\n")
+    later = None
+
+    def swept() -> bool:
+        nonlocal later
+        later = squarepeg("run", "--config", str(config), "alpine", "true")
+        return "pod/killed" not in names(kubesim, namespace)
+
+    wait_until(swept, 30, "a later run to sweep the orphan")
+    assert later is not None and later.code == 0
+    assert later.has_line("orphan sweep", "pod/killed"), later.lines
