@@ -6,12 +6,12 @@ not a traceback:
 
 1. The Python version check (3.10 or newer), exit 125 with what to do otherwise.
 2. Speed. Python keeps no compiled bytecode for modules imported from a zip, so every run
-   would compile click, PyYAML and squarepeg from source again, a third of a second each
-   time. The first run unpacks the archive once into a cache directory named after the
-   archive's sha256 ($XDG_CACHE_HOME/kubectl-squarepeg/, else ~/.cache/...), where Python
-   caches bytecode as for any installed package; later runs import from there. A changed
-   archive gets a new directory. When the cache cannot be written, everything runs from
-   the zip itself, only slower.
+   would compile click, PyYAML and squarepeg from source again: a dry run took 0.34 s that
+   way against 0.14 s with bytecode. So the first run unpacks the archive into a cache
+   directory named after the archive's sha256 ($XDG_CACHE_HOME/kubectl-squarepeg/, else
+   ~/.cache/...) and compiles it there once per Python version; later runs import from
+   there. A changed archive gets a new directory. When the cache cannot be written,
+   everything runs from the zip itself, only slower.
 3. Dispatch on the name it was started as: `kubectl_complete-squarepeg` (a link to the
    zipapp, which kubectl's plugin completion looks for on PATH) answers completion, any
    other name runs the plugin.
