@@ -7,7 +7,6 @@ import io
 import json
 import os
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from kubectl_squarepeg import kubectl
 from kubectl_squarepeg.console import Console
 from kubectl_squarepeg.logs import LogFollower
+from tests.helpers import wait_until
 
 LINES = 600
 # Numbered lines, several per second (so the resume point counts lines within a second), a
@@ -44,15 +44,6 @@ class Collected(io.RawIOBase):
     def value(self) -> bytes:
         with self._lock:
             return bytes(self._data)
-
-
-def wait_until(condition: Callable[[], bool], seconds: float, what: str) -> None:
-    pause = threading.Event()
-    for _ in range(int(seconds / 0.05)):
-        if condition():
-            return
-        pause.wait(0.05)
-    assert condition(), f"timed out after {seconds}s waiting for {what}"
 
 
 def target_of(kubesim: Any, namespace: str) -> kubectl.Target:
