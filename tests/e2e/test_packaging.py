@@ -1,7 +1,8 @@
 """The release as a user gets it: the krew archive, the zipapp in it, and shell completion.
 
-scripts/build-release runs once per session into a temporary directory (a copy of
-plugin.yaml gets the sha256; the tree's dist/ and plugin.yaml are not touched). From that:
+scripts/build-release runs once per session, from a snapshot of the files it reads, into a
+temporary directory (a copy of plugin.yaml gets the sha256; the tree's dist/ and plugin.yaml
+are not touched; downloaded wheels are kept in build/release-cache/). From that:
 
 - plugin.yaml is checked against krew's rules (krew's validation and validate-krew-manifest:
   name, semver with a leading `v`, sha256, selectors, line lengths, files in the archive);
@@ -37,7 +38,16 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-BUILD_RELEASE = ROOT / "scripts" / "build-release"
+RELEASE_INPUTS = (  # what scripts/build-release reads from the tree
+    "kubectl_squarepeg",
+    "pyproject.toml",
+    "LICENSE",
+    "plugin.yaml",
+    "scripts/build-release",
+    "scripts/release-requirements.txt",
+    "scripts/zipapp_main.py",
+)
+WHEEL_CACHE = ROOT / "build" / "release-cache"
 VENV_BIN = Path(sys.executable).parent
 PLUGIN = "squarepeg"
 EXECUTABLE = "kubectl-squarepeg"
@@ -84,6 +94,7 @@ class Release:
     manifest: dict[str, Any]
     version: str
     epoch: str
+    source: Path  # the snapshot of the tree it was built from
 
     @property
     def digest(self) -> str:
@@ -105,20 +116,51 @@ def build_epoch() -> str:
     return result.stdout.strip()
 
 
+def snapshot(destination: Path) -> Path:
+    """A copy of what the build reads, so that every build of the session sees the same
+    sources while others keep editing the tree (and so that the build is shown to need
+    nothing else of it, not even .git, given SOURCE_DATE_EPOCH)."""
+    for name in RELEASE_INPUTS:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(
+                source, destination / name, ignore=shutil.ignore_patterns("__pycache__")
+            )
+        else:
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination / name)
+    return destination
+
+
 def build(
-    out: Path, manifest: Path, epoch: str, timezone: str | None = None, umask: int = -1
+    source: Path,
+    out: Path,
+    manifest: Path,
+    epoch: str,
+    timezone: str | None = None,
+    umask: int = -1,
 ) -> Path:
-    """Run scripts/build-release into OUT; the archive's path."""
+    """Run SOURCE's scripts/build-release into OUT; the archive's path."""
     env = {**os.environ, "SOURCE_DATE_EPOCH": epoch}
     if timezone is not None:
         env["TZ"] = timezone
+    script = source / "scripts" / "build-release"
     result = subprocess.run(
-        [sys.executable, str(BUILD_RELEASE), "--out", str(out), "--manifest", str(manifest)],
+        [
+            sys.executable,
+            str(script),
+            "--out",
+            str(out),
+            "--manifest",
+            str(manifest),
+            "--cache",
+            str(WHEEL_CACHE),
+        ],
         capture_output=True,
         text=True,
         timeout=SECONDS,
         env=env,
-        cwd=ROOT,
+        cwd=source,
         umask=umask,
     )
     assert result.returncode == 0, f"build-release failed:\n{result.stderr}"
@@ -128,10 +170,11 @@ def build(
 @pytest.fixture(scope="session")
 def release(tmp_path_factory: pytest.TempPathFactory) -> Release:
     base = tmp_path_factory.mktemp("release")
+    source = snapshot(base / "source")
     manifest_file = base / "plugin.yaml"
-    shutil.copyfile(ROOT / "plugin.yaml", manifest_file)
+    shutil.copyfile(source / "plugin.yaml", manifest_file)
     epoch = build_epoch()
-    archive = build(base / "out", manifest_file, epoch)
+    archive = build(source, base / "out", manifest_file, epoch)
     return Release(
         out=base / "out",
         archive=archive,
@@ -140,6 +183,7 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> Release:
         manifest=yaml.safe_load(manifest_file.read_text(encoding="utf-8")),
         version=package_version(),
         epoch=epoch,
+        source=source,
     )
 
 
@@ -263,7 +307,7 @@ def test_the_built_manifest_carries_the_archives_sha256_and_files(release: Relea
 
 
 def test_the_build_leaves_the_rest_of_the_manifest_text_alone(release: Release) -> None:
-    original = (ROOT / "plugin.yaml").read_text(encoding="utf-8").splitlines()
+    original = (release.source / "plugin.yaml").read_text(encoding="utf-8").splitlines()
     built = release.manifest_file.read_text(encoding="utf-8").splitlines()
     changed = [new for old, new in zip(original, built, strict=True) if old != new]
     assert all(line.strip().startswith("sha256:") for line in changed)
@@ -478,9 +522,11 @@ def test_the_zipapp_refuses_a_too_old_python_with_a_message(
 
 def test_two_builds_give_the_same_bytes(release: Release, tmp_path: Path) -> None:
     manifest = tmp_path / "plugin.yaml"
-    shutil.copyfile(ROOT / "plugin.yaml", manifest)
+    shutil.copyfile(release.source / "plugin.yaml", manifest)
     # Another time zone and umask: neither may leak into the artifacts.
-    again = build(tmp_path / "out", manifest, release.epoch, "Pacific/Chatham", umask=0o077)
+    again = build(
+        release.source, tmp_path / "out", manifest, release.epoch, "Pacific/Chatham", 0o077
+    )
     if again.read_bytes() != release.archive.read_bytes():
         pytest.fail(f"the builds differ in {zip_differences(release.zipapp, again.parent)}")
     assert (tmp_path / "out" / EXECUTABLE).read_bytes() == release.zipapp.read_bytes()
@@ -488,8 +534,7 @@ def test_two_builds_give_the_same_bytes(release: Release, tmp_path: Path) -> Non
 
 
 def zip_differences(first: Path, second_out: Path) -> list[str]:
-    """The zip entries whose name, time, mode or content differ between two zipapps (a
-    package file edited between the two builds shows up here)."""
+    """The zip entries whose name, time, mode or content differ between two zipapps."""
 
     def entries(path: Path) -> set[tuple[str, Any, int, int]]:
         with zipfile.ZipFile(path) as bundle:
