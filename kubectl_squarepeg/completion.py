@@ -123,10 +123,10 @@ def render_for_kubectl(completions: Completions) -> str:
 
 def complete_main(argv: Sequence[str] | None = None) -> NoReturn:
     """Entry point of `kubectl_complete-squarepeg`: answer one <TAB> and exit 0."""
-    from kubectl_squarepeg.cli import cli
-
     words = sys.argv[1:] if argv is None else list(argv)
     try:
+        from kubectl_squarepeg.cli import cli
+
         answer = render_for_kubectl(complete_words(cli, words))
     except Exception:
         # Whatever went wrong, a traceback must not land in the user's prompt: tell the
