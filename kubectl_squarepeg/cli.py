@@ -2,22 +2,130 @@
 
 Each command body completes its options, validates them, then hands over to the module
 that does the work; those are imported inside the command, so `--help` and `--version`
-load only click. `main()` is the boundary: a `SquarepegError` or a click usage error
-becomes one `squarepeg: error: ...` line on stderr and exit 125 (or the error's own code),
-Ctrl-C outside a run becomes 130, and nothing else ever prints a traceback to a user.
+load only click, and a `--dry-run` never loads sh. `main()` is the boundary: a
+`SquarepegError` or a click usage error becomes one `squarepeg: error: ...` line on stderr
+and exit 125 (or the error's own code), Ctrl-C outside a run becomes 130, and nothing else
+ever prints a traceback to a user.
+
+`run` parses docker's way: options stop at IMAGE (allow_interspersed_args off) and every word
+after it, lookalike flags, `--help` and `--` included, is the container's command. A `--`
+before IMAGE ends squarepeg's options and is consumed, so `run -- alpine ls` runs `ls`,
+while `run alpine -- ls` hands `--` on to the container, as `docker run` does.
 """
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import NoReturn
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-import click
+if TYPE_CHECKING:
+    from kubectl_squarepeg.connect import Connection, KubeconfigProbe
+    from kubectl_squarepeg.console import Console
+    from kubectl_squarepeg.manifest import Plan
 
-from kubectl_squarepeg import __version__
-from kubectl_squarepeg.errors import INTERRUPTED, RUNNER_FAILED, SquarepegError
-
+F = TypeVar("F", bound=Callable[..., Any])
 PROG_NAME = "kubectl squarepeg"
+EXECUTABLE = "kubectl-squarepeg"
+SUFFIX_BYTES = 3  # the generated name's 6 hex characters
+
+# --- the speculative kubeconfig probe ------------------------------------------------------
+# `kubectl config view --minify` costs about as much as Python and click take to start, and
+# a dry run must cost at most twice that command (scripts/bench-dry-run). So when this
+# process is the `kubectl-squarepeg run ...` executable, the probe is started from a quick
+# scan of argv before click is even imported. The scan may guess wrong (it does not know
+# every option); then connect() sees the probe was started for other settings, discards
+# it and starts the right one: a wrong guess costs time, never correctness.
+
+# Options of `run` that take no value; every other one takes the next word (or `=value`).
+# tests/unit/test_cli_prescan.py keeps this in step with the click options below.
+RUN_SWITCHES = frozenset(
+    {
+        "--privileged",
+        "--read-only",
+        "--rm",
+        "--keep",
+        "--dry-run",
+        "--dry-run-server",
+        "-q",
+        "--quiet",
+        "-P",
+        "--publish-all",
+        "--help",
+    }
+)
+_PROBE_OPTIONS = {
+    "-n": "namespace",
+    "--namespace": "namespace",
+    "--context": "context",
+    "--kubeconfig": "kubeconfig",
+}
+
+
+def prescan_run(args: Sequence[str]) -> dict[str, Any] | None:
+    """What `run` options before IMAGE say about the probe; None if `args` is not a run."""
+    if not args or args[0] != "run":
+        return None
+    found: dict[str, Any] = {
+        "dry_run": False,
+        "namespace": None,
+        "context": None,
+        "kubeconfig": None,
+    }
+    words = iter(args[1:])
+    for word in words:
+        if word == "--" or word == "-" or not word.startswith("-"):
+            break  # IMAGE, or the end of the options
+        name, equals, value = word.partition("=")
+        if not word.startswith("--") and len(name) > 2:
+            name, value, equals = name[:2], word[2:], "attached"  # -nNAMESPACE
+        if not equals and name not in RUN_SWITCHES:
+            value = next(words, "")
+        if name in _PROBE_OPTIONS:
+            found[_PROBE_OPTIONS[name]] = value or None
+        elif name == "--dry-run":
+            found["dry_run"] = True
+    return found
+
+
+def _start_probe(flags: Mapping[str, Any]) -> KubeconfigProbe | None:
+    """Start `kubectl config view --minify` now, unless a dry run already knows the namespace."""
+    if flags["dry_run"] and flags["namespace"] and not flags["context"]:
+        return None
+    from kubectl_squarepeg.connect import KubeconfigProbe
+    from kubectl_squarepeg.errors import KubectlMissing
+
+    try:
+        return KubeconfigProbe(flags["context"], flags["kubeconfig"])
+    except KubectlMissing:
+        return None  # connect() reports it, or a dry run does without
+
+
+def _speculative_probe(argv: Sequence[str]) -> KubeconfigProbe | None:
+    if not argv or os.path.basename(argv[0]) != EXECUTABLE:
+        return None  # imported by tests or `python -m`: no side effect
+    scanned = prescan_run(argv[1:])
+    if scanned is None:
+        return None
+    try:
+        return _start_probe(scanned)
+    except Exception:  # only a head start: the run starts its own and reports any failure
+        return None
+
+
+_early_probe = _speculative_probe(sys.argv)
+
+import click  # noqa: E402  (after the probe has started, on purpose)
+from click.core import ParameterSource  # noqa: E402
+
+from kubectl_squarepeg import __version__  # noqa: E402
+from kubectl_squarepeg.errors import (  # noqa: E402
+    INTERRUPTED,
+    RUNNER_FAILED,
+    SquarepegError,
+    UsageError,
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -26,20 +134,249 @@ def cli() -> None:
     """Run one container on a Kubernetes cluster, the way `docker run` does on a laptop."""
 
 
-# --- run -------------------------------------------------------------------------------
-# Flags and the body of `run` are filled in by the manifest work (issue 2); the lifecycle
-# after the manifest is runner.py's.
+# --- run: the docker flags squarepeg refuses ------------------------------------------------
+
+_REFUSED = {
+    "publish": (
+        "a pod's ports are not published on your machine",
+        "leave it out, and reach the port with `kubectl port-forward pod/NAME PORT` while "
+        "the pod runs (--name NAME fixes the name)",
+    ),
+    "network": (
+        "every pod is on the cluster's network",
+        "leave it out; to change a pod's networking (e.g. hostNetwork), set it under "
+        "`kubernetes.spec` in a config file",
+    ),
+    "volume": (
+        "a path on your machine cannot be mounted into a pod on the cluster",
+        "leave it out; add a volume and its volumeMount under `kubernetes.spec` in a config "
+        "file, or use --tmpfs PATH for scratch space",
+    ),
+}
+
+
+def _refuse(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    if not value:
+        return
+    name = str(param.name)
+    why, fix = _REFUSED[name.removesuffix("_all")]
+    given = param.opts[0] if isinstance(value, bool) else f"{param.opts[0]} {value[0]}"
+    raise UsageError(f"{'/'.join(param.opts)} has no meaning on a cluster: {why} ({given})", fix)
+
+
+def _refused_option(*names: str, flag: bool = False) -> Callable[[F], F]:
+    return click.option(
+        *names,
+        is_flag=flag,
+        multiple=not flag,
+        hidden=True,
+        expose_value=False,
+        callback=_refuse,
+    )
+
+
+def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
+    return click.option(*names, multiple=True, metavar=metavar, help=help)
+
+
+# --- run --------------------------------------------------------------------------------
 
 
 @cli.command(
-    context_settings={"allow_interspersed_args": False},
+    context_settings={"allow_interspersed_args": False, "help_option_names": ["--help"]},
     short_help="Run IMAGE with COMMAND on the cluster and return its exit code.",
 )
+@click.option("--name", metavar="NAME", help="Pod/Job name (lowercase RFC 1123 label).")
+@_many("-e", "--env", metavar="KEY[=VALUE]", help="Set an environment variable.")
+@_many("--env-file", metavar="FILE", help="Read environment variables from a docker env file.")
+@_many("-l", "--label", metavar="KEY=VALUE", help="Add a label.")
+@_many("--annotation", metavar="KEY=VALUE", help="Add an annotation.")
+@click.option("-w", "--workdir", metavar="DIR", help="Working directory inside the container.")
+@click.option("-u", "--user", metavar="UID[:GID]", help="Numeric user (and group) to run as.")
+@click.option("--entrypoint", metavar="CMD", help="Replace the image's ENTRYPOINT.")
+@click.option("--cpus", metavar="N", help="CPUs requested and limited, e.g. 0.5.")
+@click.option("-m", "--memory", metavar="SIZE", help="Memory requested and limited, e.g. 512m.")
+@click.option("--gpus", metavar="N", help="Number of nvidia.com/gpu.")
+@click.option("--pull", metavar="always|missing|never", help="Image pull policy.")
+@click.option("--platform", metavar="OS/ARCH", help="Run on nodes of this OS/architecture.")
+@click.option("--privileged", is_flag=True, help="Run the container privileged.")
+@_many("--cap-add", metavar="CAP", help="Add a Linux capability.")
+@_many("--cap-drop", metavar="CAP", help="Drop a Linux capability.")
+@click.option("--read-only", is_flag=True, help="Mount the root filesystem read-only.")
+@_many("--tmpfs", metavar="PATH[:OPTS]", help="Mount an in-memory filesystem at PATH.")
+@click.option("--shm-size", metavar="SIZE", help="Size of /dev/shm.")
+@click.option("-h", "--hostname", metavar="NAME", help="The pod's host name.")
+@_many("--add-host", metavar="HOST:IP", help="Add an /etc/hosts entry.")
+@_many("--dns", metavar="IP", help="Add a nameserver.")
+@_many("--dns-search", metavar="DOMAIN", help="Add a DNS search domain.")
+@click.option("--stop-timeout", metavar="SECONDS", help="Grace period before SIGKILL.")
+@click.option("--runtime", metavar="NAME", help="RuntimeClass to run with.")
+@click.option("--rm", is_flag=True, help="Accepted for docker habit: deleting is the default.")
+@click.option("-n", "--namespace", metavar="NS", help="Namespace (default: the context's).")
+@click.option("--context", metavar="NAME", help="Kubeconfig context to use.")
+@click.option("--kubeconfig", metavar="FILE", help="Kubeconfig file to use.")
+@click.option("--mode", metavar="pod|job", help="Create a Pod (default) or a Job.")
+@click.option("--timeout", metavar="SECONDS", help="Startup timeout (default 300; 90s, 5m).")
+@click.option("--keep", is_flag=True, help="Do not delete the Pod/Job afterwards.")
+@click.option("--dry-run", is_flag=True, help="Print the manifest; create nothing.")
+@click.option("--dry-run-server", is_flag=True, help="Have the apiserver check the manifest.")
+@click.option("-q", "--quiet", is_flag=True, help="No status messages on stderr.")
+@_many("--config", metavar="FILE", help="Read this config file too (highest precedence).")
+@click.option("--service-account", metavar="NAME", help="Service account to run as.")
+@_many("--node-selector", metavar="KEY=VALUE", help="Only run on nodes with this label.")
+@_many("--toleration", metavar="KEY[=VALUE]:EFFECT", help="Tolerate a node taint.")
+@_many("--image-pull-secret", metavar="NAME", help="Secret for pulling the image.")
+@click.option("--priority-class", metavar="NAME", help="PriorityClass of the pod.")
+@_refused_option("-p", "--publish")
+@_refused_option("-P", "--publish-all", flag=True)
+@_refused_option("--network", "--net")
+@_refused_option("-v", "--volume")
+@_refused_option("--mount")
 @click.argument("image")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def run(image: str, command: tuple[str, ...]) -> None:
-    """Run IMAGE [COMMAND [ARG...]] as a Pod or Job, stream its output, return its exit code."""
-    raise SquarepegError("`run` is not implemented yet")
+@click.pass_context
+def run(ctx: click.Context, /, **flags: Any) -> int:
+    """Run IMAGE [COMMAND [ARG...]] as a Pod or Job, stream its output, return its exit code.
+
+    Everything after IMAGE is the container's command (its args), flags included.
+    """
+    console = _console(ctx)
+    # The kubeconfig probe (a kubectl process) runs while Python imports and reads the
+    # config files; connect() collects it. It started at import time when argv allowed.
+    global _early_probe
+    probe, _early_probe = _early_probe or _start_probe(flags), None
+    if not flags["dry_run"]:
+        from kubectl_squarepeg import kubectl
+
+        kubectl.warm_up()
+
+    from pathlib import Path
+
+    from kubectl_squarepeg import config, manifest, yamlout
+    from kubectl_squarepeg.connect import connect
+    from kubectl_squarepeg.options import build_run_options, check_image
+
+    check_image(flags["image"])
+    explicit = {
+        name for name in flags if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
+    }
+    merged = config.load(explicit=flags["config"])
+    options = build_run_options(
+        flags,
+        explicit,
+        merged,
+        environ=os.environ,
+        read_text=lambda path: Path(path).read_text(encoding="utf-8"),
+    )
+    console.quiet = options.quiet
+    connection = connect(options, local_only=options.dry_run, probe=probe)
+    plan = manifest.build_plan(
+        options,
+        merged,
+        namespace=connection.namespace,
+        run_id=_run_id(),
+        suffix=os.urandom(SUFFIX_BYTES).hex(),
+        username=_username(os.environ),
+    )
+    for warning in plan.warnings:
+        console.warn(warning)
+    if options.dry_run:
+        if connection.degraded:
+            console.status(f"{connection.degraded}; namespace {connection.namespace}")
+        sys.stdout.write(yamlout.dump(plan.manifest))
+        return 0
+    console.status(connection.banner())
+    return _execute(plan, connection, console)
+
+
+def _console(ctx: click.Context) -> Console:
+    if ctx.obj is None:
+        from kubectl_squarepeg.console import Console
+
+        ctx.obj = Console()
+    console: Console = ctx.obj
+    return console
+
+
+def _run_id() -> str:
+    """A random (version 4) UUID, as uuid.uuid4() makes it, without importing uuid (which
+    imports platform and costs a dry run a few milliseconds)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    text = raw.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
+def _username(environ: Any) -> str:
+    """The local user, for the created-by label: getpass, then $USER, then "unknown"."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return str(environ.get("USER") or "unknown")
+
+
+# --- config -----------------------------------------------------------------------------
+
+
+@cli.group(name="config")
+def config_group() -> None:
+    """Inspect squarepeg's configuration."""
+
+
+@config_group.command(name="view")
+@click.option("--show-origin", is_flag=True, help="Say which file and line set each value.")
+@_many("--config", metavar="FILE", help="Read this config file too, as `run --config` does.")
+def config_view(show_origin: bool, config: tuple[str, ...]) -> int:
+    """Print the merged configuration as YAML."""
+    from kubectl_squarepeg import config as config_module
+
+    merged = config_module.load(explicit=config)
+    sys.stdout.write(config_module.view_text(merged, show_origin=show_origin))
+    return 0
+
+
+# --- the real run: the lead engineer's ----------------------------------------------------
+# `run` calls this once the plan is built, for a real run and for --dry-run-server; a
+# client-side --dry-run never gets here.
+
+
+def _execute(plan: Plan, connection: Connection, console: Console) -> int:
+    """Create what `plan` describes (or, with --dry-run-server, have the apiserver check it)
+    and return the exit code.
+
+    Receives the finished Plan (manifest, kind, name, namespace, run id, created-by, and the
+    RunOptions as `plan.options`), the resolved Connection (kubectl target, namespace,
+    in-cluster or not) and the Console (quiet already set; the "using context" banner and
+    any dropped-config warnings are already printed).
+    """
+    from kubectl_squarepeg import runner
+
+    return runner.execute(plan, connection, console)
+
+
+# --- completion: completion.py's ---------------------------------------------------------
+
+
+@cli.command(short_help="Print the shell completion script for bash, zsh or fish.")
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell: str) -> int:
+    """Print the completion script for SHELL.
+
+    \b
+      bash:  source <(kubectl squarepeg completion bash)
+      zsh:   source <(kubectl squarepeg completion zsh)
+      fish:  kubectl squarepeg completion fish | source
+
+    `kubectl squarepeg <TAB>` is completed by kubectl's own completion, which runs
+    kubectl_complete-squarepeg from PATH; the script completes `kubectl-squarepeg <TAB>`.
+    """
+    from kubectl_squarepeg.completion import print_script
+
+    print_script(shell)
+    return 0
 
 
 # --- main ------------------------------------------------------------------------------
@@ -52,13 +389,17 @@ def _usage_line(exc: click.ClickException) -> str:
     return f"{message}; see `{command} --help`"
 
 
+# click >= 8.2 raises this for a bare group; older versions print the help and exit 0.
+_NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
 def main(argv: list[str] | None = None) -> NoReturn:
     """Entry point of the `kubectl-squarepeg` executable."""
     from kubectl_squarepeg.console import Console
 
     console = Console()
     try:
-        result = cli.main(args=argv, prog_name=PROG_NAME, standalone_mode=False)
+        result = cli.main(args=argv, prog_name=PROG_NAME, standalone_mode=False, obj=console)
         code = result if isinstance(result, int) else 0
     except SquarepegError as exc:
         console.error(exc.one_line())
@@ -67,6 +408,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
         code = exc.exit_code
     except click.exceptions.Abort:
         code = INTERRUPTED
+    except _NO_ARGS_IS_HELP as exc:
+        click.echo(exc.format_message())  # bare `kubectl squarepeg`: the help, not an error
+        code = 0
     except click.ClickException as exc:
         console.error(_usage_line(exc))
         code = RUNNER_FAILED
@@ -80,4 +424,6 @@ def main(argv: list[str] | None = None) -> NoReturn:
 
 def complete_main() -> NoReturn:
     """Entry point of `kubectl_complete-squarepeg` (kubectl's plugin completion hook)."""
-    raise SystemExit(RUNNER_FAILED)
+    from kubectl_squarepeg.completion import complete_main as answer_completion
+
+    answer_completion()

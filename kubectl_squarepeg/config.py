@@ -24,15 +24,12 @@ Decisions the spec left open, also in the README:
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from kubectl_squarepeg import values
 from kubectl_squarepeg.claims import deep_merge, describe, is_named_list, named_segment
@@ -43,7 +40,6 @@ SYSTEM_CONFIG = Path("/etc/squarepeg/config.yaml")
 PROJECT_FILE = ".squarepeg.yaml"
 CONFIG_ENV = "SQUAREPEG_CONFIG"
 
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _STR_TAG = "tag:yaml.org,2002:str"
 _NULL_TAG = "tag:yaml.org,2002:null"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -71,8 +67,13 @@ class Patch:
     """One `kubernetes.patches` operation (claims.PatchOp), with where it was written."""
 
     op: Mapping[str, Any]
-    origin: str
+    source: str
+    line: int
     index: int  # its position in its own file's list
+
+    @property
+    def origin(self) -> str:
+        return _where(self.source, self.line)
 
 
 # --- the keys -----------------------------------------------------------------------------
@@ -216,6 +217,12 @@ class _Node:
     value: Any
     line: int
     text: str | None = None  # a scalar's source text, after interpolation
+    key_line: int | None = None  # the line of its key, when it is a mapping's value
+
+    @property
+    def at(self) -> int:
+        """The line that names this value: its key's, or its own in a list."""
+        return self.key_line or self.line
 
     def is_null(self) -> bool:
         return self.text is not None and self.value is None
@@ -242,10 +249,15 @@ class _Reader:
         self.source = source
         self.environ = environ
         self._loader: Any = None
+        self._yaml: Any = None
         self._active: set[int] = set()
 
     def read(self, data: bytes | str) -> _Node | None:
-        self._loader = _Loader(data)
+        # Imported here: a run with no config file never needs PyYAML (bench-dry-run).
+        import yaml
+
+        self._yaml = yaml
+        self._loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(data)
         try:
             try:
                 root = self._loader.get_single_node()
@@ -273,11 +285,11 @@ class _Reader:
                 f"a YAML alias refers to itself ({_where(self.source, line)})",
                 "write the value out instead of using a recursive alias",
             )
-        if isinstance(node, yaml.ScalarNode):
+        if isinstance(node, self._yaml.ScalarNode):
             return self._scalar(node, line)
         self._active.add(id(node))
         try:
-            if isinstance(node, yaml.SequenceNode):
+            if isinstance(node, self._yaml.SequenceNode):
                 return _Node([self._node(item) for item in node.value], line)
             return _Node(self._mapping(node), line)
         finally:
@@ -288,7 +300,7 @@ class _Reader:
         for key_node, _ in node.value:
             if key_node.tag == _MERGE_TAG:
                 continue
-            if not isinstance(key_node, yaml.ScalarNode):
+            if not isinstance(key_node, self._yaml.ScalarNode):
                 raise ConfigError(
                     "a mapping key must be a plain word "
                     f"({_where(self.source, key_node.start_mark.line + 1)})",
@@ -306,7 +318,9 @@ class _Reader:
         result: dict[str, _Node] = {}
         for key_node, value_node in node.value:
             # Keys stay as written: `on:` is the key "on", never the boolean.
-            result[str(key_node.value)] = self._node(value_node)
+            child = self._node(value_node)
+            child.key_line = key_node.start_mark.line + 1
+            result[str(key_node.value)] = child
         return result
 
     def _scalar(self, node: Any, line: int) -> _Node:
@@ -330,8 +344,9 @@ class _Reader:
         if node.style in (None, "") and text != node.value:
             # A plain scalar that held ${...} is typed again, as if its value had been
             # written there (see the module docstring).
-            tag = self._loader.resolve(yaml.ScalarNode, text, (True, False))
-            retyped = self._loader.construct_object(yaml.ScalarNode(tag, text))
+            scalar_node = self._yaml.ScalarNode
+            tag = self._loader.resolve(scalar_node, text, (True, False))
+            retyped = self._loader.construct_object(scalar_node(tag, text))
             if isinstance(retyped, (int, float, bool, type(None))) and tag != _NULL_TAG:
                 return _Node(retyped, line, text)
         return _Node(text, line, text)
@@ -356,7 +371,7 @@ def _canonical(items: list[Any], index: int) -> str:
 
 
 def _record_lines(lines: dict[OriginPath, int], node: _Node, path: OriginPath) -> None:
-    lines[path] = node.line
+    lines[path] = node.at
     if isinstance(node.value, dict):
         for key, child in node.value.items():
             _record_lines(lines, child, (*path, key))
@@ -386,7 +401,7 @@ class _Validator:
         self.base = Path(source).parent
 
     def where(self, node: _Node) -> str:
-        return _where(self.source, node.line)
+        return _where(self.source, node.at)
 
     def problem(self, what: str, node: _Node, hint: str) -> ConfigError:
         return ConfigError(f"{what} ({self.where(node)})", hint)
@@ -405,7 +420,7 @@ class _Validator:
             spec = KEYS.get(key)
             if spec is None:
                 raise self.problem(f"unknown config key {key!r}", node, _suggest(key))
-            self.layer.lines[(key,)] = node.line
+            self.layer.lines[(key,)] = node.at
             if node.is_null():
                 self.layer.parsed[key] = self.layer.display[key] = None
                 continue
@@ -502,7 +517,7 @@ class _Validator:
             value = self.pair(key, name, text, child)
             if value is not None:
                 parsed[name] = value
-                self.layer.lines[(key, name)] = child.line
+                self.layer.lines[(key, name)] = child.at
         return parsed, dict(parsed)
 
     def pair(self, key: str, name: str, text: str | None, node: _Node) -> str | None:
@@ -527,7 +542,7 @@ class _Validator:
         return text
 
     def kubernetes(self, node: _Node) -> None:
-        self.layer.lines[("kubernetes",)] = node.line
+        self.layer.lines[("kubernetes",)] = node.at
         if node.is_null():
             self.layer.kubernetes = dict.fromkeys(KUBERNETES_KEYS)
             return
@@ -545,7 +560,7 @@ class _Validator:
             path = ("kubernetes", key)
             if child.is_null():
                 self.layer.kubernetes[key] = None
-                self.layer.lines[path] = child.line
+                self.layer.lines[path] = child.at
             elif key == "patches":
                 self.layer.kubernetes[key] = self.patches(child)
                 _record_lines(self.layer.lines, child, path)
@@ -568,7 +583,7 @@ class _Validator:
             )
         patches = []
         for index, item in enumerate(node.value):
-            patches.append(Patch(self.patch_op(index, item), self.where(item), index))
+            patches.append(Patch(self.patch_op(index, item), self.source, item.at, index))
         return patches
 
     def patch_op(self, index: int, item: _Node) -> dict[str, Any]:
@@ -615,6 +630,8 @@ def _suggest(key: str, known: Iterable[str] = ALL_KEYS, fallback: str | None = N
     if key in _NOT_KEYS:
         return _NOT_KEYS[key]
     candidates = list(known)
+    import difflib  # only for the error path
+
     match = difflib.get_close_matches(key.replace("-", "_").lower(), candidates, n=1, cutoff=0.6)
     if match:
         return f"did you mean {match[0]!r}?"
@@ -706,6 +723,8 @@ def merge(layers: Sequence[_Layer]) -> Config:
     display: dict[str, Any] = dict(_DEFAULT_DISPLAY)
     key_origins: dict[str, Origin] = dict.fromkeys(DEFAULTS, DEFAULT)
     origins: dict[OriginPath, Origin] = {(key,): DEFAULT for key in DEFAULTS}
+    origins[("kubernetes",)] = DEFAULT
+    origins.update({("kubernetes", key): DEFAULT for key in KUBERNETES_KEYS})
     passthrough: dict[str, Any] = {"metadata": {}, "spec": {}}
     patches: list[Patch] = []
     for layer in layers:
@@ -729,21 +748,22 @@ def merge(layers: Sequence[_Layer]) -> Config:
             _add_from(origins, layer, (key,))
         for key, value in layer.kubernetes.items():
             path = ("kubernetes", key)
-            if key == "patches":
-                if value is None:
+            if value is None:  # null: back to empty
+                if key == "patches":
                     patches.clear()
-                    _drop_under(origins, path)
                 else:
-                    _add_from(origins, layer, path)  # indices are per file; see display
-                    patches.extend(value)
-            elif value is None:
-                passthrough[key] = {}
+                    passthrough[key] = {}
                 _drop_under(origins, path)
+                origins[path] = DEFAULT
+            elif key == "patches":  # concatenated; each operation's origin is set below
+                patches.extend(value)
+                origins[path] = Origin(layer.source, layer.lines[path])
             else:
                 _overlay_origins(origins, layer, passthrough[key], value, path)
                 passthrough[key] = deep_merge(passthrough[key], value)
-        if layer.kubernetes:
-            key_origins["kubernetes"] = Origin(layer.source, layer.lines.get(("kubernetes",)))
+        if ("kubernetes",) in layer.lines:
+            origin = Origin(layer.source, layer.lines[("kubernetes",)])
+            key_origins["kubernetes"] = origins[("kubernetes",)] = origin
     order = {key: i for i, key in enumerate(ALL_KEYS)}
     display = dict(sorted(display.items(), key=lambda item: order[item[0]]))
     kubernetes = {
@@ -752,11 +772,9 @@ def merge(layers: Sequence[_Layer]) -> Config:
         "patches": [dict(p.op) for p in patches],
     }
     display["kubernetes"] = kubernetes
-    # Patches are shown merged into one list; their origins are those of each operation.
-    _drop_under(origins, ("kubernetes", "patches"))
+    # Patches are shown as one list; the origin of each operation is where it was written.
     for position, patch in enumerate(patches):
-        source, _, line = patch.origin.rpartition(":")
-        origins[("kubernetes", "patches", str(position))] = Origin(source, int(line))
+        origins[("kubernetes", "patches", str(position))] = Origin(patch.source, patch.line)
     return Config(
         values=parsed,
         origins=key_origins,
@@ -862,3 +880,21 @@ def from_texts(texts: Iterable[tuple[str, str]], environ: Mapping[str, str]) -> 
 def entry_name(path: OriginPath) -> str:
     """A path as a config entry: kubernetes.spec.containers[name=main].image"""
     return describe(path[0], path[1:]) if path else ""
+
+
+# --- config view ---------------------------------------------------------------------------
+
+
+def view_text(config: Config, *, show_origin: bool = False) -> str:
+    """`config view`: the merged configuration as YAML; with `show_origin`, each value's
+    origin (FILE:LINE, or default) as a comment at the end of its line."""
+    from kubectl_squarepeg import yamlout
+
+    def comment(path: OriginPath) -> str:
+        return str(config.origin_of(*path) or DEFAULT)
+
+    return yamlout.dump(
+        config.display,
+        comment=comment if show_origin else None,
+        segment=lambda items, index: _canonical(list(items), index),
+    )

@@ -15,14 +15,13 @@ import atexit
 import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kubectl_squarepeg import kubectl
-from kubectl_squarepeg.errors import ClusterError, UsageError
+from kubectl_squarepeg.errors import ClusterError, KubectlMissing, UsageError
 from kubectl_squarepeg.kubectl import Target
 
 if TYPE_CHECKING:  # options pulls in config and PyYAML; the probe must start before those
@@ -149,6 +148,8 @@ def _read_namespace_file(serviceaccount_dir: Path) -> str | None:
 
 
 def _write_temporary_kubeconfig(doc: dict[str, Any]) -> str:
+    import tempfile  # in-cluster runs only
+
     fd, path = tempfile.mkstemp(prefix="squarepeg-in-cluster-", suffix=".kubeconfig")
     with os.fdopen(fd, "w", encoding="utf-8") as handle:  # mkstemp made it 0600
         json.dump(doc, handle)  # JSON is YAML, and keeps PyYAML out of this path
@@ -241,7 +242,15 @@ def connect(
         namespace = options.namespace or DEFAULT_NAMESPACE
         target = Target(kubeconfig=options.kubeconfig, namespace=namespace)
         return Connection(target, namespace, "kubeconfig", False)
-    result = (probe or KubeconfigProbe(*key)).result()
+    try:
+        result = (probe or KubeconfigProbe(*key)).result()
+    except KubectlMissing as no_kubectl:
+        if not (local_only and options.context is None):
+            raise
+        # A dry run without kubectl can still print the manifest, in the fallback namespace.
+        namespace = options.namespace or DEFAULT_NAMESPACE
+        target = Target(kubeconfig=options.kubeconfig, namespace=namespace)
+        return Connection(target, namespace, "none", False, no_kubectl.message)
     view = parse_minified(result.stdout) if result.ok else None
     if view is not None:
         namespace = options.namespace or view.namespace or DEFAULT_NAMESPACE

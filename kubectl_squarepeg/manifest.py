@@ -10,7 +10,6 @@ file, and nothing here talks to a cluster.
 from __future__ import annotations
 
 import copy
-import hashlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -80,6 +79,8 @@ def created_by_value(username: str) -> str:
             return values.validate_label_value(username)
         except values.ValueProblem:
             pass
+    import hashlib  # only for the rare name that needs changing
+
     digest = hashlib.sha256(username.encode("utf-8", "surrogateescape")).hexdigest()[:8]
     cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", username).strip("-_.")
     cleaned = cleaned[: MAX_NAME - len(digest) - 1].rstrip("-_.")

@@ -20,22 +20,26 @@ MAX_LABEL = 63
 MAX_SUBDOMAIN = 253
 
 
+# Patterns are strings: `re` compiles each on first use (and caches it), so a run pays
+# only for the ones it needs.
+
+
 class ValueProblem(ValueError):
     """A value that does not parse; its text says which form is accepted."""
 
 
 # --- Kubernetes names ---------------------------------------------------------------------
 
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+_LABEL_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 
 
 def validate_name(text: str) -> str:
     """A lowercase RFC 1123 label (pod, namespace and host names): at most 63 characters."""
     if len(text) > MAX_LABEL:
         raise ValueProblem(f"use at most {MAX_LABEL} characters (this one has {len(text)})")
-    if not _DNS_LABEL.fullmatch(text):
+    if not re.fullmatch(_DNS_LABEL, text):
         raise ValueProblem(
             "use lowercase letters, digits and '-', starting and ending with a letter or "
             "digit, like my-run-1"
@@ -45,7 +49,7 @@ def validate_name(text: str) -> str:
 
 def validate_subdomain(text: str) -> str:
     """A lowercase RFC 1123 subdomain (secret, service account, class names)."""
-    if len(text) > MAX_SUBDOMAIN or not _DNS_SUBDOMAIN.fullmatch(text):
+    if len(text) > MAX_SUBDOMAIN or not re.fullmatch(_DNS_SUBDOMAIN, text):
         raise ValueProblem(
             "use lowercase letters, digits, '-' and '.', starting and ending with a letter "
             "or digit, like my-secret"
@@ -56,11 +60,11 @@ def validate_subdomain(text: str) -> str:
 def validate_label_key(key: str) -> str:
     """A label or annotation key: NAME or PREFIX/NAME, PREFIX a DNS subdomain."""
     prefix, slash, name = key.rpartition("/")
-    if slash and (len(prefix) > MAX_SUBDOMAIN or not _DNS_SUBDOMAIN.fullmatch(prefix)):
+    if slash and (len(prefix) > MAX_SUBDOMAIN or not re.fullmatch(_DNS_SUBDOMAIN, prefix)):
         raise ValueProblem(
             f"the prefix {prefix!r} must be a lowercase DNS subdomain, like example.com/NAME"
         )
-    if len(name) > MAX_LABEL or not _LABEL_NAME.fullmatch(name):
+    if len(name) > MAX_LABEL or not re.fullmatch(_LABEL_NAME, name):
         raise ValueProblem(
             "a key is NAME or PREFIX/NAME; NAME has at most 63 letters, digits, '-', '_' "
             "and '.', starting and ending with a letter or digit, like team or example.com/team"
@@ -75,7 +79,7 @@ def validate_annotation_key(key: str) -> str:
 
 def validate_label_value(value: str) -> str:
     """A label value: empty, or at most 63 letters, digits, '-', '_', '.', alphanumeric ends."""
-    if value and (len(value) > MAX_LABEL or not _LABEL_NAME.fullmatch(value)):
+    if value and (len(value) > MAX_LABEL or not re.fullmatch(_LABEL_NAME, value)):
         raise ValueProblem(
             "a label value has at most 63 letters, digits, '-', '_' and '.', starting and "
             "ending with a letter or digit (or is empty)"
@@ -147,17 +151,17 @@ def parse_env_file_text(text: str) -> list[tuple[str, str] | str]:
 
 # --- quantities ---------------------------------------------------------------------------
 
-_DECIMAL = re.compile(r"\d+(\.\d+)?|\.\d+")
-_MILLICORES = re.compile(r"(\d+)m")
+_DECIMAL = r"\d+(\.\d+)?|\.\d+"
+_MILLICORES = r"(\d+)m"
 _CPUS_HINT = "give a number of CPUs like 0.5, 2 or 1.25 (or millicores like 500m)"
 
 
 def parse_cpus(text: str) -> str:
     """docker's decimal CPU count as a Kubernetes quantity: `0.5` -> `500m`, `2` -> `2`."""
     text = text.strip()
-    if match := _MILLICORES.fullmatch(text):
+    if match := re.fullmatch(_MILLICORES, text):
         millis = Decimal(match[1])
-    elif _DECIMAL.fullmatch(text):
+    elif re.fullmatch(_DECIMAL, text):
         millis = Decimal(text) * 1000
     else:
         raise ValueProblem(_CPUS_HINT)
@@ -171,7 +175,7 @@ def parse_cpus(text: str) -> str:
     return str(whole) if rest == 0 else f"{int(millis)}m"
 
 
-_SIZE = re.compile(r"(\d+(?:\.\d+)?) ?([kmgtp])?(i?)b?", re.IGNORECASE)
+_SIZE = r"(?i)(\d+(?:\.\d+)?) ?([kmgtp])?(i?)b?"
 _BINARY_UNITS = ("", "Ki", "Mi", "Gi", "Ti", "Pi")
 _SIZE_HINT = "give a size like 512m, 1g, 1.5g or a number of bytes (units b, k, m, g, t, p)"
 
@@ -182,7 +186,7 @@ def parse_size(text: str) -> str:
     docker's units are binary: `512m` is 512 MiB, so it becomes `512Mi`. A whole number
     keeps its unit; a fraction is expressed in the largest unit that makes it whole.
     """
-    match = _SIZE.fullmatch(text.strip())
+    match = re.fullmatch(_SIZE, text.strip())
     if not match:
         raise ValueProblem(_SIZE_HINT)
     number, unit = Decimal(match[1]), (match[2] or "").lower()
@@ -257,12 +261,12 @@ def parse_bool(text: str) -> bool:
     raise ValueProblem("use true or false")
 
 
-_PLATFORM = re.compile(r"([a-z0-9]+)/([a-z0-9_]+)(/[a-z0-9]+)?")
+_PLATFORM = r"([a-z0-9]+)/([a-z0-9_]+)(/[a-z0-9]+)?"
 
 
 def parse_platform(text: str) -> tuple[str, str]:
     """`OS/ARCH`, matched against the nodes' kubernetes.io/os and kubernetes.io/arch labels."""
-    match = _PLATFORM.fullmatch(text.strip().lower())
+    match = re.fullmatch(_PLATFORM, text.strip().lower())
     if not match:
         raise ValueProblem("use OS/ARCH, like linux/amd64 or linux/arm64")
     if match[3]:
@@ -275,12 +279,12 @@ def parse_platform(text: str) -> tuple[str, str]:
 
 # --- users, durations, counts ---------------------------------------------------------------
 
-_USER = re.compile(r"(\d+)(?::(\d+))?")
+_USER = r"(\d+)(?::(\d+))?"
 
 
 def parse_user(text: str) -> tuple[int, int | None]:
     """Numeric `UID[:GID]`; Kubernetes cannot look a user name up in the image."""
-    match = _USER.fullmatch(text.strip())
+    match = re.fullmatch(_USER, text.strip())
     if not match:
         raise ValueProblem(
             "Kubernetes needs numeric IDs: use UID or UID:GID like 1000 or 1000:1000 "
@@ -289,7 +293,7 @@ def parse_user(text: str) -> tuple[int, int | None]:
     return int(match[1]), None if match[2] is None else int(match[2])
 
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_DURATION_PART = r"(\d+(?:\.\d+)?)(ms|h|m|s)"
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 _DURATION_HINT = "give seconds like 300, or a duration like 90s, 5m or 1h30m"
 
@@ -299,10 +303,10 @@ def parse_duration_seconds(text: str) -> float:
     text = text.strip()
     if text.startswith("-"):
         raise ValueProblem(f"a duration cannot be negative; {_DURATION_HINT}")
-    if _DECIMAL.fullmatch(text):
+    if re.fullmatch(_DECIMAL, text):
         seconds = float(text)
     else:
-        parts = _DURATION_PART.findall(text)
+        parts = re.findall(_DURATION_PART, text)
         if not parts or "".join(n + u for n, u in parts) != text:
             raise ValueProblem(_DURATION_HINT)
         seconds = sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
@@ -338,13 +342,13 @@ def parse_nonempty(text: str) -> str:
     return text
 
 
-_CAPABILITY = re.compile(r"[A-Z][A-Z0-9_]*")
+_CAPABILITY = r"[A-Z][A-Z0-9_]*"
 
 
 def parse_capability(text: str) -> str:
     """A Linux capability as Kubernetes names it: `net_admin` / `CAP_NET_ADMIN` -> `NET_ADMIN`."""
     name = text.strip().upper().removeprefix("CAP_")
-    if not _CAPABILITY.fullmatch(name):
+    if not re.fullmatch(_CAPABILITY, name):
         raise ValueProblem("give a capability name like NET_ADMIN or SYS_TIME (or ALL)")
     return name
 
@@ -363,14 +367,12 @@ def parse_dns_ip(text: str) -> str:
     return _ip_address(text)
 
 
-_DOMAIN = re.compile(
-    r"[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*\.?"
-)
+_DOMAIN = r"[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*\.?"
 
 
 def parse_dns_search(text: str) -> str:
     """A search domain for `--dns-search`, like example.com."""
-    if len(text) > MAX_SUBDOMAIN or not _DOMAIN.fullmatch(text):
+    if len(text) > MAX_SUBDOMAIN or not re.fullmatch(_DOMAIN, text):
         raise ValueProblem("give a domain name like example.com")
     return text
 
@@ -386,7 +388,7 @@ def parse_add_host(text: str) -> tuple[str, str]:
             "host-gateway means the docker host, which a pod does not have; give an IP "
             "address, like db.local:10.0.0.5"
         )
-    if len(host) > MAX_SUBDOMAIN or not _DOMAIN.fullmatch(host):
+    if len(host) > MAX_SUBDOMAIN or not re.fullmatch(_DOMAIN, host):
         raise ValueProblem(f"{host!r} is not a host name; use HOST:IP, like db.local:10.0.0.5")
     return host, _ip_address(address)
 

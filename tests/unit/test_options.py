@@ -1,0 +1,301 @@
+"""RunOptions: flags laid over config, multi-valued merges, cross-field checks, flag errors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from kubectl_squarepeg import config
+from kubectl_squarepeg.errors import UsageError
+from kubectl_squarepeg.options import RunOptions, build_run_options, flag_name
+from kubectl_squarepeg.values import Tmpfs
+
+# click's parameters of `run` that are repeatable (a tuple) or switches (a bool).
+MULTIPLE = (
+    "env",
+    "env_file",
+    "label",
+    "annotation",
+    "cap_add",
+    "cap_drop",
+    "tmpfs",
+    "add_host",
+    "dns",
+    "dns_search",
+    "config",
+    "node_selector",
+    "toleration",
+    "image_pull_secret",
+)
+SWITCHES = ("privileged", "read_only", "rm", "keep", "dry_run", "dry_run_server", "quiet")
+SCALARS = (
+    "name",
+    "workdir",
+    "user",
+    "entrypoint",
+    "cpus",
+    "memory",
+    "gpus",
+    "pull",
+    "platform",
+    "shm_size",
+    "hostname",
+    "stop_timeout",
+    "runtime",
+    "namespace",
+    "context",
+    "kubeconfig",
+    "mode",
+    "timeout",
+    "service_account",
+    "priority_class",
+)
+FILES = {"/f/a.env": "A=file\nB=file\n", "/f/b.env": "B=flagfile\nC=flagfile\nLOCAL\n"}
+ENVIRON = {"LOCAL": "here", "HOME": "/home/me"}
+
+
+def read_text(path: str) -> str:
+    if path not in FILES:
+        raise FileNotFoundError(2, "No such file or directory", path)
+    return FILES[path]
+
+
+def options(
+    *conf_texts: str, image: str = "alpine", command: tuple[str, ...] = (), **given: Any
+) -> RunOptions:
+    """`run` with the flags `given` on the command line, over config files' texts."""
+    flags: dict[str, Any] = {p: () for p in MULTIPLE}
+    flags |= {p: False for p in SWITCHES} | {p: None for p in SCALARS}
+    flags |= {"image": image, "command": command, **given}
+    merged = config.from_texts([(f"c{i}.yaml", t) for i, t in enumerate(conf_texts)], ENVIRON)
+    return build_run_options(
+        flags, {*given, "image", "command"}, merged, environ=ENVIRON, read_text=read_text
+    )
+
+
+def usage_error(*conf_texts: str, **given: Any) -> str:
+    with pytest.raises(UsageError) as caught:
+        options(*conf_texts, **given)
+    return caught.value.one_line()
+
+
+def test_defaults() -> None:
+    o = options()
+    assert (o.image, o.command, o.name, o.mode, o.timeout, o.keep, o.quiet) == (
+        "alpine",
+        (),
+        None,
+        "pod",
+        300.0,
+        False,
+        False,
+    )
+    assert (o.orphan_sweep, o.orphan_sweep_min_age, o.job_ttl_seconds_after_finished) == (
+        True,
+        300,
+        600,
+    )
+    assert o.explicit == frozenset({"image"})
+
+
+def test_a_flag_beats_config_and_config_beats_the_default() -> None:
+    conf = "cpus: 1\nmemory: 1g\ntimeout: 5m\nmode: job\nuser: '1000'\n"
+    o = options(conf, cpus="0.5", timeout="90s")
+    assert (o.cpus, o.memory, o.timeout, o.mode, o.user) == (
+        "500m",
+        "1Gi",
+        90.0,
+        "job",
+        (1000, None),
+    )
+    assert {"cpus", "timeout", "image"} <= o.explicit
+    assert "memory" not in o.explicit
+
+
+def test_every_flag_value_is_parsed() -> None:
+    o = options(
+        name="my-run",
+        workdir="/w",
+        user="1:2",
+        entrypoint="/bin/sh",
+        gpus="1",
+        pull="never",
+        platform="linux/arm64",
+        privileged=True,
+        read_only=True,
+        cap_add=("net_admin",),
+        cap_drop=("ALL",),
+        tmpfs=("/t:size=1m",),
+        shm_size="64m",
+        hostname="box",
+        add_host=("db:10.0.0.1",),
+        dns=("1.1.1.1",),
+        dns_search=("example.com",),
+        stop_timeout="5",
+        runtime="gvisor",
+        namespace="team",
+        context="ctx",
+        kubeconfig="kc",
+        service_account="sa",
+        node_selector=("disk=ssd",),
+        toleration=("gpu:NoSchedule",),
+        image_pull_secret=("regcred",),
+        priority_class="high",
+        annotation=("a.io/b=c",),
+        quiet=True,
+        dry_run=True,
+        config=("x.yaml",),
+    )
+    assert (o.name, o.workdir, o.user, o.entrypoint, o.gpus, o.pull, o.platform) == (
+        "my-run",
+        "/w",
+        (1, 2),
+        "/bin/sh",
+        1,
+        "Never",
+        ("linux", "arm64"),
+    )
+    assert (o.privileged, o.read_only, o.cap_add, o.cap_drop, o.tmpfs, o.shm_size) == (
+        True,
+        True,
+        ("NET_ADMIN",),
+        ("ALL",),
+        (Tmpfs("/t", "1Mi"),),
+        "64Mi",
+    )
+    assert (o.hostname, o.add_host, o.dns, o.dns_search, o.stop_timeout, o.runtime) == (
+        "box",
+        (("db", "10.0.0.1"),),
+        ("1.1.1.1",),
+        ("example.com",),
+        5,
+        "gvisor",
+    )
+    assert (o.namespace, o.context, o.kubeconfig, o.service_account, o.priority_class) == (
+        "team",
+        "ctx",
+        "kc",
+        "sa",
+        "high",
+    )
+    assert o.node_selector == {"disk": "ssd"}
+    assert o.tolerations == ({"key": "gpu", "operator": "Exists", "effect": "NoSchedule"},)
+    assert (o.image_pull_secrets, o.annotations) == (("regcred",), {"a.io/b": "c"})
+    assert (o.quiet, o.dry_run, o.config_paths) == (True, True, ("x.yaml",))
+
+
+def test_mapping_flags_merge_per_key_over_config_and_record_their_keys() -> None:
+    o = options("labels: {team: a, tier: web}\n", label=("tier=db", "new=1"))
+    assert o.labels == {"team": "a", "tier": "db", "new": "1"}
+    assert o.cli_keys["label"] == {"tier": "--label", "new": "--label"}
+
+
+def test_env_order_is_env_file_then_env_then_flag_files_then_flags() -> None:
+    conf = "env_file: [/f/a.env]\nenv: {B: conf, D: conf}\n"
+    o = options(conf, env_file=("/f/b.env",), env=("C=flag", "HOME", "UNSET"))
+    assert o.env == {
+        "A": "file",
+        "B": "flagfile",
+        "D": "conf",
+        "C": "flag",
+        "LOCAL": "here",
+        "HOME": "/home/me",
+    }
+    assert o.cli_keys["env"] == {
+        "B": "--env-file",
+        "C": "--env",
+        "LOCAL": "--env-file",
+        "HOME": "--env",
+    }
+
+
+def test_list_flags_add_to_config_without_repeats() -> None:
+    o = options(
+        "cap_add: [NET_ADMIN, SYS_TIME]\ndns: [8.8.8.8]\n",
+        cap_add=("net_admin", "CHOWN"),
+        dns=("1.1.1.1",),
+    )
+    assert o.cap_add == ("NET_ADMIN", "SYS_TIME", "CHOWN")
+    assert o.dns == ("8.8.8.8", "1.1.1.1")
+
+
+def test_a_tmpfs_flag_replaces_config_at_the_same_path() -> None:
+    o = options("tmpfs: ['/a:size=1m', /b]\n", tmpfs=("/a:size=2m",))
+    assert o.tmpfs == (Tmpfs("/b"), Tmpfs("/a", "2Mi"))
+
+
+@pytest.mark.parametrize(
+    ("conf", "given", "keep"),
+    [
+        ("", {}, False),
+        ("", {"keep": True}, True),
+        ("cleanup: false\n", {}, True),
+        ("cleanup: false\n", {"rm": True}, False),
+        ("cleanup: true\n", {"keep": True}, True),
+    ],
+)
+def test_keep_from_flags_and_cleanup(conf: str, given: Mapping[str, Any], keep: bool) -> None:
+    assert options(conf, **given).keep is keep
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"name": "Bad_Name"}, "invalid value 'Bad_Name' for --name; use lowercase letters"),
+        ({"cpus": "lots"}, "invalid value 'lots' for --cpus; give a number of CPUs like 0.5"),
+        ({"memory": "12x"}, "invalid value '12x' for --memory; give a size like 512m"),
+        ({"user": "nobody"}, "invalid value 'nobody' for --user; Kubernetes needs numeric IDs"),
+        ({"timeout": "-5"}, "invalid value '-5' for --timeout; a duration cannot be negative"),
+        ({"gpus": "all"}, "invalid value 'all' for --gpus; Kubernetes schedules GPUs by count"),
+        ({"mode": "deamon"}, "invalid value 'deamon' for --mode; use pod or job"),
+        ({"env": ("=x",)}, "invalid value '=x' for --env; '' is not a variable name"),
+        ({"label": ("team",)}, "invalid value 'team' for --label; use KEY=VALUE"),
+        (
+            {"label": ("squarepeg.io/keep=true",)},
+            "--label squarepeg.io/keep touches a label reserved for squarepeg; "
+            "app.kubernetes.io/managed-by and squarepeg.io/* are set by squarepeg itself",
+        ),
+        ({"label": ("app.kubernetes.io/managed-by=me",)}, "touches a label reserved for squarepeg"),
+        (
+            {"env_file": ("/f/none.env",)},
+            "cannot read the env file '/f/none.env' (--env-file): No such file or directory; "
+            "give the path of a readable file",
+        ),
+        (
+            {"dry_run": True, "dry_run_server": True},
+            "--dry-run and --dry-run-server cannot be used together; pass --dry-run to print",
+        ),
+        ({"rm": True, "keep": True}, "--rm and --keep contradict each other"),
+        ({"image": "-it"}, "IMAGE '-it' starts with '-'; put squarepeg's flags before IMAGE"),
+        ({"image": " "}, "IMAGE is empty"),
+        (
+            {"shm_size": "64m", "tmpfs": ("/dev/shm",)},
+            "--shm-size and a tmpfs at /dev/shm both mount /dev/shm",
+        ),
+        ({"tmpfs": ("/a", "/a:ro")}, "--tmpfs /a is given twice with different options"),
+        ({"workdir": "app"}, "invalid value 'app' for --workdir; the working directory must be"),
+        ({"platform": "linux/arm/v7"}, "invalid value 'linux/arm/v7' for --platform"),
+    ],
+)
+def test_bad_flags_are_usage_errors_naming_the_flag(given: dict[str, Any], message: str) -> None:
+    assert message in usage_error(**given)
+
+
+def test_bad_config_env_file_names_the_config_line() -> None:
+    text = usage_error("env_file: /f/missing.env\n")
+    assert text.startswith("cannot read the env file '/f/missing.env' (env_file, c0.yaml:1)")
+
+
+def test_command_and_explicit() -> None:
+    o = options(command=("ls", "-l", "--help"), cpus="1", privileged=True, env=())
+    assert o.command == ("ls", "-l", "--help")
+    assert o.explicit == frozenset({"image", "command", "cpus", "privileged"})
+
+
+@pytest.mark.parametrize(
+    ("param", "flag"), [("cap_add", "--cap-add"), ("image", "IMAGE"), ("command", "COMMAND")]
+)
+def test_flag_names(param: str, flag: str) -> None:
+    assert flag_name(param) == flag

@@ -1,0 +1,210 @@
+"""Flag and config value parsers: docker's forms in, Kubernetes' forms out, hints on failure."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kubectl_squarepeg import values
+from kubectl_squarepeg.values import Tmpfs, ValueProblem
+
+GOOD: list[tuple[Callable[[str], Any], str, Any]] = [
+    (values.validate_name, "my-run-1", "my-run-1"),
+    (values.validate_name, "a" * 63, "a" * 63),
+    (values.validate_subdomain, "registry.example-1", "registry.example-1"),
+    (values.validate_label_key, "team", "team"),
+    (values.validate_label_key, "example.com/team_a.b", "example.com/team_a.b"),
+    (values.validate_label_value, "", ""),
+    (values.validate_label_value, "Alice_1.x-y", "Alice_1.x-y"),
+    (values.parse_cpus, "0.5", "500m"),
+    (values.parse_cpus, "2", "2"),
+    (values.parse_cpus, "1.25", "1250m"),
+    (values.parse_cpus, "0.001", "1m"),
+    (values.parse_cpus, "2.0", "2"),
+    (values.parse_cpus, ".5", "500m"),
+    (values.parse_cpus, "500m", "500m"),
+    (values.parse_cpus, "1000m", "1"),
+    (values.parse_memory, "512m", "512Mi"),
+    (values.parse_memory, "1g", "1Gi"),
+    (values.parse_memory, "1G", "1Gi"),
+    (values.parse_memory, "512mb", "512Mi"),
+    (values.parse_memory, "512MiB", "512Mi"),
+    (values.parse_memory, "64k", "64Ki"),
+    (values.parse_memory, "2t", "2Ti"),
+    (values.parse_memory, "1048576", "1048576"),
+    (values.parse_memory, "100b", "100"),
+    (values.parse_memory, "1.5g", "1536Mi"),
+    (values.parse_memory, "0.5k", "512"),
+    (values.parse_size, "64m", "64Mi"),
+    (values.parse_gpus, "2", 2),
+    (values.parse_gpus, "count=3", 3),
+    (values.parse_gpus, "0", 0),
+    (values.parse_pull, "always", "Always"),
+    (values.parse_pull, "missing", "IfNotPresent"),
+    (values.parse_pull, "never", "Never"),
+    (values.parse_pull, "IfNotPresent", "IfNotPresent"),
+    (values.parse_mode, "job", "job"),
+    (values.parse_mode, "Pod", "pod"),
+    (values.parse_bool, "yes", True),
+    (values.parse_bool, "False", False),
+    (values.parse_platform, "linux/amd64", ("linux", "amd64")),
+    (values.parse_platform, "Linux/ARM64", ("linux", "arm64")),
+    (values.parse_user, "1000", (1000, None)),
+    (values.parse_user, "1000:50", (1000, 50)),
+    (values.parse_user, "0:0", (0, 0)),
+    (values.parse_duration_seconds, "300", 300.0),
+    (values.parse_duration_seconds, "90s", 90.0),
+    (values.parse_duration_seconds, "5m", 300.0),
+    (values.parse_duration_seconds, "1h30m", 5400.0),
+    (values.parse_duration_seconds, "1.5", 1.5),
+    (values.parse_duration_seconds, "250ms", 0.25),
+    (values.parse_nonnegative_int, "0", 0),
+    (values.parse_nonnegative_int, "30", 30),
+    (values.parse_workdir, "/app", "/app"),
+    (values.parse_nonempty, "x", "x"),
+    (values.parse_capability, "net_admin", "NET_ADMIN"),
+    (values.parse_capability, "CAP_SYS_TIME", "SYS_TIME"),
+    (values.parse_capability, "ALL", "ALL"),
+    (values.parse_dns_ip, "10.0.0.2", "10.0.0.2"),
+    (values.parse_dns_ip, "2001:db8::1", "2001:db8::1"),
+    (values.parse_dns_search, "example.com", "example.com"),
+    (values.parse_add_host, "db.local:10.0.0.5", ("db.local", "10.0.0.5")),
+    (values.parse_add_host, "db=10.0.0.5", ("db", "10.0.0.5")),
+    (values.parse_add_host, "v6:[2001:db8::1]", ("v6", "2001:db8::1")),
+    (values.parse_add_host, "v6:2001:db8::1", ("v6", "2001:db8::1")),
+    (
+        values.parse_toleration,
+        "gpu=true:NoSchedule",
+        {"key": "gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"},
+    ),
+    (
+        values.parse_toleration,
+        "dedicated:NoExecute",
+        {"key": "dedicated", "operator": "Exists", "effect": "NoExecute"},
+    ),
+    (values.parse_key_value, "A=b=c", ("A", "b=c")),
+    (values.parse_key_value, "A=", ("A", "")),
+    (values.parse_tmpfs, "/tmp", Tmpfs("/tmp")),
+    (values.parse_tmpfs, "/run:size=64m,ro", Tmpfs("/run", "64Mi", True)),
+    (values.parse_tmpfs, "/run:rw,size=1g", Tmpfs("/run", "1Gi", False)),
+]
+
+
+@pytest.mark.parametrize(("parse", "text", "expected"), GOOD)
+def test_accepted_forms(parse: Callable[[str], Any], text: str, expected: Any) -> None:
+    assert parse(text) == expected
+
+
+BAD: list[tuple[Callable[[str], Any], str, str]] = [
+    (values.validate_name, "My_Run", "lowercase letters, digits and '-'"),
+    (values.validate_name, "-run", "starting and ending with a letter or digit"),
+    (values.validate_name, "a" * 64, "at most 63 characters (this one has 64)"),
+    (values.validate_subdomain, "Secret", "lowercase letters, digits, '-' and '.'"),
+    (values.validate_label_key, "Example.com/x", "prefix 'Example.com' must be a lowercase"),
+    (values.validate_label_key, "bad key", "a key is NAME or PREFIX/NAME"),
+    (values.validate_label_value, "-x", "a label value has at most 63"),
+    (values.parse_cpus, "abc", "give a number of CPUs like 0.5"),
+    (values.parse_cpus, "-1", "give a number of CPUs like 0.5"),
+    (values.parse_cpus, "0", "ask for more than 0 CPUs"),
+    (values.parse_cpus, "0.0001", "use at most 3 decimals"),
+    (values.parse_cpus, "1_000", "give a number of CPUs"),
+    (values.parse_memory, "12x", "give a size like 512m, 1g"),
+    (values.parse_memory, "0", "give a size above 0"),
+    (values.parse_memory, "-5m", "give a size like 512m"),
+    (values.parse_gpus, "all", "cannot ask for all of a node's GPUs; give a number like 1"),
+    (values.parse_gpus, "device=1", "give a GPU count like 1 or 2"),
+    (values.parse_pull, "sometimes", "use always, missing or never"),
+    (values.parse_mode, "deamon", "use pod or job"),
+    (values.parse_bool, "maybe", "use true or false"),
+    (values.parse_platform, "linux", "use OS/ARCH, like linux/amd64"),
+    (
+        values.parse_platform,
+        "linux/arm/v7",
+        "no label for the variant 'v7'; use OS/ARCH, like linux/arm",
+    ),
+    (values.parse_user, "nobody", "Kubernetes needs numeric IDs: use UID or UID:GID"),
+    (values.parse_user, "app:1000", "Kubernetes needs numeric IDs"),
+    (values.parse_duration_seconds, "-5", "a duration cannot be negative"),
+    (values.parse_duration_seconds, "0", "a duration must be more than 0"),
+    (values.parse_duration_seconds, "5 minutes", "give seconds like 300, or a duration like 90s"),
+    (values.parse_duration_seconds, "5d", "give seconds like 300"),
+    (values.parse_nonnegative_int, "-1", "it cannot be negative"),
+    (values.parse_nonnegative_int, "1.5", "give a whole number like 30"),
+    (values.parse_workdir, "app", "must be an absolute path"),
+    (values.parse_nonempty, " ", "give a non-empty value"),
+    (values.parse_capability, "net admin", "give a capability name like NET_ADMIN"),
+    (values.parse_dns_ip, "dns.google", "'dns.google' is not an IP address"),
+    (values.parse_dns_search, "bad domain", "give a domain name like example.com"),
+    (values.parse_add_host, "db", "use HOST:IP"),
+    (values.parse_add_host, "db:host-gateway", "host-gateway means the docker host"),
+    (values.parse_add_host, "db:999.1.1.1", "'999.1.1.1' is not an IP address"),
+    (values.parse_add_host, "bad host:10.0.0.1", "'bad host' is not a host name"),
+    (values.parse_toleration, "gpu=true", "use KEY[=VALUE]:EFFECT"),
+    (values.parse_toleration, "gpu:Sometimes", "EFFECT is one of NoSchedule, PreferNoSchedule"),
+    (values.parse_toleration, "bad key:NoSchedule", "a key is NAME or PREFIX/NAME"),
+    (values.parse_key_value, "A", "use KEY=VALUE"),
+    (values.parse_key_value, "=b", "the key before '=' is empty"),
+    (values.parse_tmpfs, "tmp", "must be an absolute path"),
+    (values.parse_tmpfs, "/tmp:noexec", "the tmpfs option 'noexec' has no Kubernetes equivalent"),
+    (values.parse_tmpfs, "/tmp:size=lots", "give a size like 512m"),
+]
+
+
+@pytest.mark.parametrize(("parse", "text", "hint"), BAD)
+def test_refused_forms_say_the_accepted_form(
+    parse: Callable[[str], Any], text: str, hint: str
+) -> None:
+    with pytest.raises(ValueProblem) as caught:
+        parse(text)
+    assert hint in str(caught.value)
+
+
+def test_annotation_keys_follow_label_key_rules() -> None:
+    assert values.validate_annotation_key("example.com/note") == "example.com/note"
+    with pytest.raises(ValueProblem):
+        values.validate_annotation_key("not ok")
+
+
+@pytest.mark.parametrize(
+    ("key", "reserved"),
+    [
+        ("app.kubernetes.io/managed-by", True),
+        ("squarepeg.io/keep", True),
+        ("squarepeg.io/anything", True),
+        ("app.kubernetes.io/name", False),
+        ("squarepeg", False),
+    ],
+)
+def test_reserved_labels(key: str, reserved: bool) -> None:
+    assert values.is_reserved_label(key) is reserved
+
+
+def test_env_item_bare_key_takes_the_local_value_or_is_skipped() -> None:
+    environ = {"HOME": "/home/a", "EMPTY": ""}
+    assert values.parse_env_item("A=1", environ) == ("A", "1")
+    assert values.parse_env_item("A==x", environ) == ("A", "=x")
+    assert values.parse_env_item("HOME", environ) == ("HOME", "/home/a")
+    assert values.parse_env_item("EMPTY", environ) == ("EMPTY", "")
+    assert values.parse_env_item("UNSET", environ) is None
+    with pytest.raises(ValueProblem, match="is not a variable name"):
+        values.parse_env_item("=x", environ)
+
+
+def test_env_file_is_docker_format() -> None:
+    text = '\ufeff# a comment\n\nA=1\n   B=two words  \nC="quoted"\nBARE\nD=\nE=x=y\n'
+    assert values.parse_env_file_text(text) == [
+        ("A", "1"),
+        ("B", "two words  "),
+        ("C", '"quoted"'),
+        "BARE",
+        ("D", ""),
+        ("E", "x=y"),
+    ]
+
+
+@pytest.mark.parametrize(("text", "line"), [("A=1\n=2\n", 2), ("A B=1\n", 1)])
+def test_env_file_errors_name_the_line(text: str, line: int) -> None:
+    with pytest.raises(ValueProblem, match=f"line {line} has no valid variable name"):
+        values.parse_env_file_text(text)
