@@ -315,7 +315,9 @@ class Api:
         r = route.resource
         self._authorize(req, "list", route)
         labels, fields = self._selectors(req, route)
-        items, rv = self.store.list_raw(r.plural, route.namespace, labels=labels, fields=fields)
+        items, rv = self.store.list_raw(r.plural, route.namespace,
+                                        labels=labels if labels.requirements else None,
+                                        fields=fields if fields.requirements else None)
         limit = _int(req, "limit") or 0
         token = req.param("continue")
         if token:

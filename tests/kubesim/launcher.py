@@ -26,9 +26,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +140,10 @@ def _client(kubeconfig: Path) -> tuple[str, str, ssl.SSLContext]:
 def control_request(kubeconfig: Path, method: str, verb: str, params: dict[str, Any],
                     timeout: float = 120.0) -> Any:
     """Call the control API; returns the decoded JSON answer, raises RuntimeError."""
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
     server, token, ssl_context = _client(kubeconfig)
     query = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
     url = f"{server}/kubesim/{verb}" + (f"?{query}" if query else "")

@@ -20,7 +20,7 @@ import time
 import traceback
 from typing import Any
 
-from tests.kubesim import apierrors, control, discovery, openapi, tls, validation
+from tests.kubesim import apierrors, control, defaults, discovery, openapi, tls, validation
 from tests.kubesim.admission import Admission, authenticate
 from tests.kubesim.api import Api, Route
 from tests.kubesim.housekeeping import Housekeeping
@@ -93,20 +93,23 @@ class KubeSim:
         self.transport.start()
 
     def _seed(self) -> None:
+        """The namespaces every cluster has, the scenario's, and its quotas (stored directly:
+        they are valid by construction, and this keeps start-up fast)."""
         namespaces = list(SYSTEM_NAMESPACES) + [n for n in self.scenario.namespaces
                                                 if n not in SYSTEM_NAMESPACES]
         for quota in self.scenario.quotas:
             if quota.namespace not in namespaces:
                 namespaces.append(quota.namespace)
-        ns_route = Route(_resource("namespaces"), None, None, "")
         for name in namespaces:
-            self.api.create_object(ns_route, {"metadata": {"name": name}})
+            namespace: Obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+            defaults.defaults_for("namespaces", namespace, "")
+            self.store.create("namespaces", namespace)
         for quota in self.scenario.quotas:
-            route = Route(_resource("resourcequotas"), quota.namespace, None, "")
-            self.api.create_object(route, {
-                "metadata": {"name": quota.name, "namespace": quota.namespace},
-                "spec": {"hard": dict(quota.hard)},
-            })
+            obj: Obj = {"apiVersion": "v1", "kind": "ResourceQuota",
+                        "metadata": {"name": quota.name, "namespace": quota.namespace},
+                        "spec": {"hard": dict(quota.hard)}}
+            defaults.defaults_for("resourcequotas", obj, "")
+            self.store.create("resourcequotas", obj)
 
     def stop(self) -> None:
         """Stop listening, end every stream, stop the cluster half (its processes die)."""
