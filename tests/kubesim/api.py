@@ -416,6 +416,15 @@ class Api:
             with self._streams_lock:
                 self._watches.discard(watch)
 
+    def open_watches(self) -> int:
+        with self._streams_lock:
+            return len(self._watches)
+
+    def pending_events(self) -> int:
+        """Events queued on open watches and not yet sent."""
+        with self._streams_lock:
+            return sum(w.pending() for w in self._watches)
+
     def drop_watches(self) -> int:
         """The fault: cut every open API watch; returns how many were open."""
         with self._streams_lock:

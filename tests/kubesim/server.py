@@ -154,7 +154,7 @@ class KubeSim:
         counts = {r.plural: len(self.store.list_raw(r.plural)[0]) for r in RESOURCES}
         return {"objects": counts, "resourceVersion": self.store.resource_version,
                 "listening": self.transport.listening,
-                "watches": len(self.api._watches),
+                "watches": self.api.open_watches(),
                 "cluster": self.cluster is not None}
 
     def _delete_for_housekeeping(self, resource: str, namespace: str, name: str,

@@ -124,6 +124,11 @@ class Watch:
             self._queue.append(item)
             self._cond.notify_all()
 
+    def pending(self) -> int:
+        """How many events are queued and not yet taken."""
+        with self._cond:
+            return len(self._queue)
+
     def push_front(self, kind: str, obj: Obj) -> None:
         """Put a synthetic event first (the ADDED events a resourceVersion=0 watch starts with)."""
         with self._cond:

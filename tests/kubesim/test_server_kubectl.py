@@ -4,9 +4,10 @@ documented error exactly as kubesim.md records it."""
 
 from __future__ import annotations
 
+import collections
 import json
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -166,11 +167,31 @@ def test_dry_run_server_runs_everything_but_stores_nothing(k: InProcess) -> None
     assert shown["metadata"]["uid"] and "resourceVersion" not in shown["metadata"]
     assert shown["spec"]["dnsPolicy"] == "ClusterFirst"
     assert "NotFound" in err(k.kubectl("get", "pod", "dry"))
+
+
+def test_admission_runs_under_dry_run_too(k: InProcess) -> None:
     denied = err(k.kubectl("create", "-n", "policy-ns", "-f", "-", "--dry-run=server",
                            input=json.dumps(pod("dry", image="alpine:latest")).encode()))
     assert 'admission webhook "policy.example.com" denied the request' in denied
-    assert "exceeded quota" not in err(create(k, pod("dry", image="x:1"), "-n", "quota-ns",
-                                              "--dry-run=server"))
+    forbidden = err(k.kubectl("--token", "alice-token", "create", "-f", "-",
+                              "--dry-run=server", input=json.dumps(pod("dry")).encode()))
+    assert 'User "alice" cannot create resource "pods"' in forbidden
+    first = pod("holder")
+    first["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m"}}
+    ok(create(k, first, "-n", "quota-ns"))
+    try:
+        second = pod("dry")
+        second["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m"}}
+        over = err(create(k, second, "-n", "quota-ns", "--dry-run=server"))
+        assert "exceeded quota: compute, requested: pods=1, used: pods=1, limited: pods=1" \
+            in over
+        mutated = json.loads(ok(k.kubectl("create", "-n", "policy-ns", "-f", "-", "-o", "json",
+                                          "--dry-run=server",
+                                          input=json.dumps(pod("dry")).encode())))
+        assert mutated["metadata"]["labels"] == {"team": "blue"}
+        assert [c["name"] for c in mutated["spec"]["containers"]] == ["main", "proxy"]
+    finally:
+        k.sim.store.delete("pods", "quota-ns", "holder")
 
 
 def test_generate_name(k: InProcess) -> None:
@@ -273,16 +294,14 @@ def test_quota_needs_declared_requests_and_mutations_apply(k: InProcess) -> None
 # --- watch --------------------------------------------------------------------------------
 
 
-def test_watch_by_name_sends_the_synthetic_added_then_each_change(k: InProcess) -> None:
-    ok(create(k, pod("watched")))
-    watcher = k.start_kubectl("get", "pod", "watched", "-w", "-o", "json")
+def watch_output(k: InProcess, args: list[str], changes: Callable[[], None]) -> str:
+    """Run `kubectl ARGS` (a watch), make the changes, then drop the watch once every event
+    was sent: kubectl must end with 0. Its stdout."""
+    watcher = k.start_kubectl(*args)
     try:
-        wait_until(lambda: k.sim.api._watches, 10, "kubectl to open its watch")
-        ok(k.kubectl("label", "pod", "watched", "step=one"))
-        ok(k.kubectl("label", "pod", "watched", "step=two", "--overwrite"))
-        k.sim.store.delete("pods", "default", "watched")
-        wait_until(lambda: k.sim.api._watches and
-                   all(w.closed or not w._queue for w in k.sim.api._watches), 10, "delivery")
+        wait_until(lambda: k.sim.api.open_watches(), 10, "kubectl to open its watch")
+        changes()
+        wait_until(lambda: k.sim.api.pending_events() == 0, 10, "every event to be sent")
         k.sim.api.drop_watches()
         out, errors = watcher.communicate(timeout=20)
     finally:
@@ -290,10 +309,22 @@ def test_watch_by_name_sends_the_synthetic_added_then_each_change(k: InProcess) 
             watcher.kill()
             watcher.communicate()
     assert watcher.returncode == 0, errors
-    objects = json_stream(out.decode())
+    return out.decode()
+
+
+def test_watch_by_name_sends_the_synthetic_added_then_each_change(k: InProcess) -> None:
+    ok(create(k, pod("watched")))
+
+    def changes() -> None:
+        ok(k.kubectl("label", "pod", "watched", "step=one"))
+        ok(k.kubectl("label", "pod", "watched", "step=two", "--overwrite"))
+        k.sim.store.delete("pods", "default", "watched")
+
+    objects = json_stream(watch_output(k, ["get", "pod", "watched", "-w", "-o", "json"],
+                                       changes))
     # The GET's object, then one per event after the swallowed synthetic ADDED.
     steps = [o["metadata"].get("labels", {}).get("step") for o in objects]
-    assert steps[-3:] == ["one", "two", "two"]
+    assert steps == [None, "one", "two", "two"]
     assert all(o["kind"] == "Pod" for o in objects)
 
 
@@ -305,26 +336,32 @@ def test_watch_of_a_missing_pod_ends_with_not_found(k: InProcess) -> None:
 
 
 def test_label_selector_watch_sees_objects_enter_and_leave(k: InProcess) -> None:
-    watcher = k.start_kubectl("get", "pods", "-l", "tier=web", "-w", "--output-watch-events",
-                              "-o", "json")
-    try:
-        wait_until(lambda: k.sim.api._watches, 10, "kubectl to open its watch")
+    def changes() -> None:
         ok(create(k, {**pod("enter"), "metadata": {"name": "enter", "labels": {"tier": "web"}}}))
         ok(create(k, {**pod("other"), "metadata": {"name": "other", "labels": {"tier": "db"}}}))
         ok(k.kubectl("label", "pod", "enter", "tier=db", "--overwrite"))
-        wait_until(lambda: all(not w._queue for w in k.sim.api._watches), 10, "delivery")
-        k.sim.api.drop_watches()
-        out, errors = watcher.communicate(timeout=20)
+
+    try:
+        out = watch_output(k, ["get", "pods", "-l", "tier=web", "-w", "--output-watch-events",
+                               "-o", "json"], changes)
     finally:
-        if watcher.poll() is None:
-            watcher.kill()
-            watcher.communicate()
         for name in ("enter", "other"):
             k.sim.store.delete("pods", "default", name)
-    assert watcher.returncode == 0, errors
-    events = [json.loads(line) for line in out.decode().splitlines()]
+    events = [json.loads(line) for line in out.splitlines()]
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
         ("ADDED", "enter"), ("DELETED", "enter")]
+
+
+def test_human_watch_prints_table_rows(k: InProcess) -> None:
+    ok(create(k, pod("rows")))
+    try:
+        out = watch_output(k, ["get", "pods", "rows", "-w"],
+                           lambda: ok(k.kubectl("label", "pod", "rows", "x=y")))
+    finally:
+        k.sim.store.delete("pods", "default", "rows")
+    lines = out.splitlines()
+    assert lines[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    assert [line.split()[:3] for line in lines[1:]] == [["rows", "0/1", "Pending"]] * 2
 
 
 def test_watch_timeout_ends_the_stream_cleanly(k: InProcess) -> None:
@@ -338,17 +375,21 @@ def test_watch_timeout_ends_the_stream_cleanly(k: InProcess) -> None:
 
 def test_watch_from_a_too_old_resource_version_is_410(k: InProcess) -> None:
     store = k.sim.store
-    import collections
-    store._history = collections.deque(store._history, maxlen=3)
-    for i in range(5):
-        ok(create(k, pod(f"churn-{i}")))
-    for i in range(5):
-        store.delete("pods", "default", f"churn-{i}")
-    status, _, body = k.request("GET", "/api/v1/namespaces/default/pods?watch=true"
-                                       "&resourceVersion=2")
+    kept = store._history
+    store._history = collections.deque(kept, maxlen=3)  # a short memory, for this test only
+    try:
+        for i in range(5):
+            ok(create(k, pod(f"churn-{i}")))
+        for i in range(5):
+            store.delete("pods", "default", f"churn-{i}")
+        status, _, body = k.request("GET", "/api/v1/namespaces/default/pods?watch=true"
+                                           "&resourceVersion=2")
+    finally:
+        store._history = collections.deque(store._history, maxlen=kept.maxlen)
     event = json.loads(body)
     assert status == 200 and event["type"] == "ERROR"
     assert event["object"]["code"] == 410 and event["object"]["reason"] == "Expired"
+    assert event["object"]["message"].startswith("too old resource version: 2")
 
 
 # --- lists ----------------------------------------------------------------------------------
@@ -477,7 +518,7 @@ def test_delete_pod_and_wait_follows_it_until_it_is_gone(k: InProcess) -> None:
     try:
         wait_until(lambda: (k.sim.store.get_raw("pods", "default", "waited") or {}).get(
             "metadata", {}).get("deletionTimestamp"), 10, "the deletion mark")
-        wait_until(lambda: k.sim.api._watches, 10, "kubectl delete to watch")
+        wait_until(lambda: k.sim.api.open_watches(), 10, "kubectl delete to watch")
         k.sim.store.delete("pods", "default", "waited")  # what the kubelet does at the end
         out, errors = deleter.communicate(timeout=20)
     finally:
