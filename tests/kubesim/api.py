@@ -455,6 +455,8 @@ class Api:
         self._authorize(req, "patch", route)
         body = self._body(req)
         content_type = req.header("Content-Type")
+        if content_type.split(";", 1)[0].strip() == patches.APPLY:
+            return self._server_side_apply(req, route, body)
 
         def patched(old: Obj) -> Obj:
             new = patches.apply(r.plural, content_type, old, body)
@@ -466,6 +468,29 @@ class Api:
 
         stored = self._replace(req, route, patched)
         return self._object_reply(req, route, stored)
+
+    def _server_side_apply(self, req: Request, route: Route, body: Any) -> Reply:
+        """Server-side apply, approximated: create when absent, else a strategic merge (lists
+        merged by key; no field ownership, so fields dropped from the applied configuration
+        are not removed)."""
+        r = route.resource
+        if not isinstance(body, dict):
+            raise apierrors.bad_request("the applied configuration is not an object")
+        name = (body.get("metadata") or {}).get("name")
+        if name and name != route.name:
+            raise apierrors.bad_request(f"the name of the object ({name}) does not match the "
+                                        f"name on the URL ({route.name})")
+        warnings = validation.decode(r.plural, body, r.kind, r.api_version,
+                                     self._field_validation(req))
+        if self.store.get_raw(r.plural, route.namespace, route.name or "") is None:
+            self._authorize(req, "create", route)
+            body.setdefault("metadata", {})["name"] = route.name
+            created = self.create_object(Route(r, route.namespace, None, ""), body,
+                                         dry_run=self._dry_run(req), user=req.user)
+            return self._object_reply(req, route, created, 201, self._warnings(warnings))
+        stored = self._replace(req, route, lambda old: patches.apply(r.plural, patches.APPLY,
+                                                                     old, body))
+        return self._object_reply(req, route, stored, 200, self._warnings(warnings))
 
     def _replace(self, req: Request, route: Route, change: Callable[[Obj], Obj]) -> Obj:
         """Update an object (or its status) through `change`, checking what an update may

@@ -116,7 +116,7 @@ def apply(resource: str, content_type: str, current: Obj, patch: Any) -> Obj:
         if not isinstance(patch, dict):
             raise apierrors.bad_request("json: cannot unmarshal into Go value of type map")
         return merge_patch(current, patch)  # type: ignore[no-any-return]
-    if kind == STRATEGIC:
+    if kind in (STRATEGIC, APPLY):
         if not isinstance(patch, dict):
             raise apierrors.bad_request("json: cannot unmarshal into Go value of type map")
         definition = DEFINITIONS.get(resource)

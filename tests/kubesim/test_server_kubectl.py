@@ -488,6 +488,20 @@ def test_patch_in_each_format_and_immutability(k: InProcess) -> None:
     k.sim.store.delete("pods", "default", "patched")
 
 
+def test_apply_client_side_and_server_side(k: InProcess) -> None:
+    for mode, name in (("--server-side", "ssa"), ("--server-side=false", "csa")):
+        manifest = pod(name)
+        manifest["metadata"]["labels"] = {"v": "1"}
+        assert ok(k.kubectl("apply", mode, "-f", "-", input=json.dumps(manifest).encode())) \
+            in (f"pod/{name} created\n", f"pod/{name} serverside-applied\n")
+        manifest["metadata"]["labels"] = {"v": "2"}
+        ok(k.kubectl("apply", mode, "-f", "-", input=json.dumps(manifest).encode()))
+        labels = json.loads(ok(k.kubectl("get", "pod", name, "-o", "json")))["metadata"][
+            "labels"]
+        assert labels == {"v": "2"}
+        k.sim.store.delete("pods", "default", name)
+
+
 # --- delete ---------------------------------------------------------------------------------
 
 
