@@ -86,6 +86,8 @@ def prescan_run(args: Sequence[str]) -> dict[str, Any] | None:
             found[_PROBE_OPTIONS[name]] = value or None
         elif name == "--dry-run":
             found["dry_run"] = True
+        elif name == "--help":
+            return None  # only the help text: nothing to probe
     return found
 
 

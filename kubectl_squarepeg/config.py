@@ -43,6 +43,8 @@ CONFIG_ENV = "SQUAREPEG_CONFIG"
 _STR_TAG = "tag:yaml.org,2002:str"
 _NULL_TAG = "tag:yaml.org,2002:null"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_MAP_TAG = "tag:yaml.org,2002:map"
 OriginPath = tuple[str, ...]
 
 
@@ -287,6 +289,11 @@ class _Reader:
             )
         if isinstance(node, self._yaml.ScalarNode):
             return self._scalar(node, line)
+        if node.tag not in (_SEQ_TAG, _MAP_TAG):  # e.g. !!python/object/apply
+            raise ConfigError(
+                f"invalid YAML: the tag {node.tag!r} is not allowed ({_where(self.source, line)})",
+                "remove the tag: a config file holds plain mappings, lists and values",
+            )
         self._active.add(id(node))
         try:
             if isinstance(node, self._yaml.SequenceNode):

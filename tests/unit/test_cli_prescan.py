@@ -53,7 +53,9 @@ def test_prescan_finds_the_probe_options_before_image(
     assert cli.prescan_run(args) == found
 
 
-@pytest.mark.parametrize("args", [[], ["config", "view"], ["--help"], ["sweep"]])
+@pytest.mark.parametrize(
+    "args", [[], ["config", "view"], ["--help"], ["sweep"], ["run", "-n", "x", "--help"]]
+)
 def test_prescan_ignores_everything_but_run(args: list[str]) -> None:
     assert cli.prescan_run(args) is None
 
