@@ -42,6 +42,8 @@ def _plain_ok(text: str) -> bool:
         return False
     if re.fullmatch(r"\d+(\.\d+){2,}", text):
         return True  # an IP address or a version: two dots make it no number
+    if re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", text):
+        return True  # a UUID (a run id) is no number or date, whatever it starts with
     return not text[0].isdigit() or re.search(_NOT_NUMERIC_LETTER, text) is not None
 
 
