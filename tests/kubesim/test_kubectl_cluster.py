@@ -114,10 +114,10 @@ def test_logs_follow_with_timestamps_since_and_since_time(kubesim: Kubesim,
     assert len(followed.stdout.split(b" ", 1)[0]) == len("2026-01-01T00:00:00.000000000Z")
     # --since-time: kubectl drops the fraction, so the cut is at a whole second.
     cut = stamped[15][0].replace(microsecond=0)
-    since_time = kubesim.kubectl("logs", "ticker", "-n", namespace, "--timestamps",
+    since_time = kubesim.kubectl("logs", "-f", "ticker", "-n", namespace, "--timestamps",
                                  f"--since-time={cut.strftime('%Y-%m-%dT%H:%M:%SZ')}")
     assert [t for t, _ in _stamps(since_time.stdout)] == [t for t, _ in stamped if t >= cut]
-    everything = kubesim.kubectl("logs", "ticker", "-n", namespace, "--since=1h")
+    everything = kubesim.kubectl("logs", "-f", "ticker", "-n", namespace, "--since=1h")
     assert everything.stdout == b"\n".join(f"line-{i}".encode() for i in range(30)) + \
         b"\nlast"
     wait_until(lambda: datetime.now(timezone.utc).timestamp() - stamped[-1][0].timestamp() > 2,
