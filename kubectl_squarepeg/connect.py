@@ -15,12 +15,13 @@ import atexit
 import contextlib
 import json
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kubectl_squarepeg import kubectl
+from kubectl_squarepeg import kubectl, viewcache
 from kubectl_squarepeg.errors import ClusterError, KubectlMissing, UsageError
 from kubectl_squarepeg.kubectl import Target
 
@@ -57,18 +58,44 @@ class KubeconfigProbe:
 
     Start-up (Python, click, config) costs about as much as this command, so the run
     command starts it first and `connect` collects it; `connect` starts a fresh one when
-    config changed the context or kubeconfig the probe was started with.
+    config changed the context or kubeconfig the probe was started with. While the
+    kubeconfig files are unchanged, the answer of an earlier run is used instead and no
+    kubectl starts at all (viewcache.py).
     """
 
-    def __init__(self, context: str | None, kubeconfig: str | None) -> None:
+    def __init__(
+        self,
+        context: str | None,
+        kubeconfig: str | None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         self.key = (context, kubeconfig)
-        self._child = kubectl.start_local(_MINIFY, Target(context=context, kubeconfig=kubeconfig))
+        environ = os.environ if environ is None else environ
+        self._cache_file = viewcache.cache_file(environ)
+        self._cache_key = viewcache.key_for(context, kubeconfig, environ, now=time.time())
+        known = viewcache.lookup(self._cache_key, self._cache_file) if self._cache_key else None
+        self._known = None if known is None else ContextView(*known)
+        self._child = None
+        if self._known is None:
+            target = Target(context=context, kubeconfig=kubeconfig)
+            self._child = kubectl.start_local(_MINIFY, target)
 
-    def result(self) -> kubectl.Result:
-        return self._child.result()
+    def view(self) -> tuple[ContextView | None, str]:
+        """The context kubectl would use, or None and why there is none."""
+        if self._known is not None:
+            return self._known, ""
+        assert self._child is not None
+        result = self._child.result()
+        view = parse_minified(result.stdout) if result.ok else None
+        if view is None:
+            return None, result.error_text if not result.ok else "it has no current context"
+        if self._cache_key is not None:
+            viewcache.store(self._cache_key, view.name, view.namespace, self._cache_file)
+        return view, ""
 
     def discard(self) -> None:
-        self._child.terminate()
+        if self._child is not None:
+            self._child.terminate()
 
 
 # --- pure parts -------------------------------------------------------------------------
@@ -243,7 +270,7 @@ def connect(
         target = Target(kubeconfig=options.kubeconfig, namespace=namespace)
         return Connection(target, namespace, "kubeconfig", False)
     try:
-        result = (probe or KubeconfigProbe(*key)).result()
+        view, error = (probe or KubeconfigProbe(*key, environ)).view()
     except KubectlMissing as no_kubectl:
         if not (local_only and options.context is None):
             raise
@@ -251,12 +278,10 @@ def connect(
         namespace = options.namespace or DEFAULT_NAMESPACE
         target = Target(kubeconfig=options.kubeconfig, namespace=namespace)
         return Connection(target, namespace, "none", False, no_kubectl.message)
-    view = parse_minified(result.stdout) if result.ok else None
     if view is not None:
         namespace = options.namespace or view.namespace or DEFAULT_NAMESPACE
         target = Target(context=view.name, kubeconfig=options.kubeconfig, namespace=namespace)
         return Connection(target, namespace, view.name, False)
-    error = result.error_text if not result.ok else "it has no current context"
     if options.context is None:
         return _in_cluster(options, environ, error, local_only)
     missing = _missing_context(options)

@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,6 +100,7 @@ class Sandbox:
         self.env |= {
             "HOME": str(self.home),
             "XDG_CONFIG_HOME": str(self.xdg),
+            "XDG_CACHE_HOME": str(root / "cache"),
             "KUBECONFIG": str(self.kubeconfig),
             "KUBECACHEDIR": str(root / "kube-cache"),
             "USER": "tester",
@@ -517,6 +519,20 @@ def test_kubeconfig_flag_picks_the_file(sandbox: Sandbox) -> None:
     assert (
         sandbox.dry("--kubeconfig", str(other), "alpine").doc["metadata"]["namespace"] == "team-b"
     )
+
+
+def test_a_remembered_namespace_follows_kubeconfig_changes(sandbox: Sandbox) -> None:
+    def kubeconfig_from_an_hour_ago(namespace: str, seconds: float) -> None:
+        sandbox.kubeconfig.write_text(KUBECONFIG.replace("team-a", namespace))
+        when = time.time() - 3600 + seconds
+        os.utime(sandbox.kubeconfig, (when, when))
+
+    kubeconfig_from_an_hour_ago("first", 0)
+    assert sandbox.dry("alpine").doc["metadata"]["namespace"] == "first"
+    assert (sandbox.root / "cache" / "squarepeg" / "kubeconfig-views.json").is_file()
+    assert sandbox.dry("alpine").doc["metadata"]["namespace"] == "first"  # remembered
+    kubeconfig_from_an_hour_ago("second", 1)
+    assert sandbox.dry("alpine").doc["metadata"]["namespace"] == "second"
 
 
 def test_config_namespace_beats_the_context_but_not_n(sandbox: Sandbox) -> None:
