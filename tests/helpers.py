@@ -30,7 +30,8 @@ def wait_until(condition: Callable[[], T], seconds: float, what: str,
 
 def json_stream(text: str) -> list[Any]:
     """Concatenated JSON documents, as `kubectl get -w -o json` prints them."""
-    decoder, out, i = json.JSONDecoder(), [], 0
+    decoder, i = json.JSONDecoder(), 0
+    out: list[Any] = []
     while True:
         while i < len(text) and text[i].isspace():
             i += 1

@@ -142,7 +142,7 @@ class Api:
             if method == "GET":
                 if _bool(req.param("watch")):
                     return self.watch(req, route)
-                return self.list(req, route)
+                return self.list_collection(req, route)
             if method == "POST":
                 return self.create(req, route)
             if method == "DELETE":
@@ -311,7 +311,7 @@ class Api:
             raise apierrors.bad_request(str(exc)) from None
         return labels, fields
 
-    def list(self, req: Request, route: Route) -> Reply:
+    def list_collection(self, req: Request, route: Route) -> Reply:
         r = route.resource
         self._authorize(req, "list", route)
         labels, fields = self._selectors(req, route)
@@ -342,8 +342,8 @@ class Api:
         head = json.dumps({"kind": r.list_kind, "apiVersion": r.api_version,
                            "metadata": meta}, separators=(",", ":"))
         parts = [json.dumps(_strip_type(o), separators=(",", ":")) for o in items]
-        body = head[:-1] + ',"items":[' + ",".join(parts) + "]}"
-        return Reply(200, body.encode())
+        text = head[:-1] + ',"items":[' + ",".join(parts) + "]}"
+        return Reply(200, text.encode())
 
     # -- watch ---------------------------------------------------------------------------
 
@@ -530,7 +530,7 @@ class Api:
             current.update(result)
 
         if dry_run:
-            probe = json.loads(json.dumps(self._stored(route)))
+            probe: Obj = json.loads(json.dumps(self._stored(route)))
             mutate(probe)
             return probe
         updated = self.store.update(r.plural, route.namespace, route.name or "", mutate)

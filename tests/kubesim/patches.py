@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import jsonpatch  # type: ignore[import-untyped]
+import jsonpatch
 
 from tests.kubesim import apierrors
 from tests.kubesim.validation import DEFINITIONS, definitions
