@@ -83,7 +83,7 @@ class Patch:
 
 @dataclass(frozen=True)
 class _Key:
-    kind: str  # "scalar", "bool", "map", "list" or "path"
+    kind: str  # "scalar", "bool", "map" or "list"
     form: str  # the accepted form, for errors
     parse: Callable[[str], Any] = str
 
@@ -99,7 +99,7 @@ KEYS: dict[str, _Key] = {
     ),
     "namespace": _Key("scalar", "a namespace name like team-a", values.validate_name),
     "context": _Key("scalar", "a kubeconfig context name", values.parse_nonempty),
-    "kubeconfig": _Key("path", "a file path"),
+    "kubeconfig": _Key("scalar", "a file path", values.parse_nonempty),
     "cleanup": _Key("bool", "true or false"),
     "orphan_sweep": _Key("bool", "true or false"),
     "orphan_sweep_min_age": _Key(
@@ -110,7 +110,7 @@ KEYS: dict[str, _Key] = {
     ),
     "quiet": _Key("bool", "true or false"),
     "env": _Key("map", _PAIR_FORM),
-    "env_file": _Key("list", "a file path, or a list of them"),
+    "env_file": _Key("list", "a file path, or a list of them", values.parse_nonempty),
     "labels": _Key("map", _PAIR_FORM),
     "annotations": _Key("map", _PAIR_FORM),
     "workdir": _Key("scalar", "an absolute path like /app", values.parse_workdir),
@@ -140,6 +140,7 @@ KEYS: dict[str, _Key] = {
     "priority_class": _Key("scalar", "a PriorityClass name", values.validate_subdomain),
 }
 KUBERNETES_KEYS = ("metadata", "spec", "patches")
+_PATH_KEYS = ("env_file", "kubeconfig")
 ALL_KEYS = (*KEYS, "kubernetes")
 
 DEFAULTS: dict[str, Any] = {
@@ -438,12 +439,6 @@ class _Validator:
             self.layer.parsed[key], self.layer.display[key] = parsed, display
         return self.layer
 
-    def parse(self, key: str, spec: _Key, node: _Node, text: str) -> Any:
-        try:
-            return spec.parse(text)
-        except ValueProblem as problem:
-            raise self.problem(f"invalid value {text!r} for {key}", node, str(problem)) from None
-
     def check_scalar(self, key: str, spec: _Key, node: _Node) -> tuple[Any, Any]:
         if not node.is_scalar():
             raise self.problem(f"{key} takes a single value", node, f"give {spec.form}")
@@ -465,16 +460,16 @@ class _Validator:
             ) from None
         return parsed, parsed
 
-    def check_path(self, key: str, spec: _Key, node: _Node) -> tuple[Any, Any]:
-        text, display = self.check_scalar(
-            key, _Key("scalar", spec.form, values.parse_nonempty), node
-        )
-        return self.relative(text), display
-
-    def relative(self, text: str) -> str:
-        # A relative path in a config file means relative to that file (as docker compose).
-        expanded = os.path.expanduser(text)
-        return expanded if os.path.isabs(expanded) else str(self.base / expanded)
+    def parse(self, key: str, spec: _Key, node: _Node, text: str) -> Any:
+        try:
+            parsed = spec.parse(text)
+        except ValueProblem as problem:
+            raise self.problem(f"invalid value {text!r} for {key}", node, str(problem)) from None
+        if key in _PATH_KEYS:
+            # A relative path in a config file is relative to that file (as in compose).
+            expanded = os.path.expanduser(parsed)
+            return expanded if os.path.isabs(expanded) else str(self.base / expanded)
+        return parsed
 
     def check_list(self, key: str, spec: _Key, node: _Node) -> tuple[Any, Any]:
         items = node.value if isinstance(node.value, list) else [node] if node.is_scalar() else None
@@ -487,14 +482,7 @@ class _Validator:
                     f"an item of {key} must be a single value", item, f"give {spec.form}"
                 )
             assert item.text is not None
-            if key == "env_file":
-                parsed.append(
-                    self.relative(
-                        self.parse(key, _Key("list", "", values.parse_nonempty), item, item.text)
-                    )
-                )
-            else:
-                parsed.append(self.parse(key, spec, item, item.text))
+            parsed.append(self.parse(key, spec, item, item.text))
             display.append(_display_scalar(item))
         _record_lines(self.layer.lines, node, (key,))
         return parsed, display
