@@ -52,6 +52,12 @@ RUN_SWITCHES = frozenset(
         "--quiet",
         "-P",
         "--publish-all",
+        "-i",
+        "--interactive",
+        "-t",
+        "--tty",
+        "-d",
+        "--detach",
         "--help",
     }
 )
@@ -138,42 +144,48 @@ def cli() -> None:
 
 # --- run: the docker flags squarepeg refuses ------------------------------------------------
 
-_REFUSED = {
-    "publish": (
-        "a pod's ports are not published on your machine",
-        "leave it out, and reach the port with `kubectl port-forward pod/NAME PORT` while "
-        "the pod runs (--name NAME fixes the name)",
-    ),
-    "network": (
-        "every pod is on the cluster's network",
-        "leave it out; to change a pod's networking (e.g. hostNetwork), set it under "
-        "`kubernetes.spec` in a config file",
-    ),
-    "volume": (
-        "a path on your machine cannot be mounted into a pod on the cluster",
-        "leave it out; add a volume and its volumeMount under `kubernetes.spec` in a config "
-        "file, or use --tmpfs PATH for scratch space",
-    ),
-}
+_PUBLISH = (
+    "a pod's ports are not published on your machine",
+    "leave it out, and reach the port with `kubectl port-forward pod/NAME PORT` while the pod "
+    "runs (--name NAME fixes the name)",
+)
+_NETWORK = (
+    "every pod is on the cluster's network",
+    "leave it out; to change a pod's networking (e.g. hostNetwork), set it under "
+    "`kubernetes.spec` in a config file",
+)
+_VOLUME = (
+    "a path on your machine cannot be mounted into a pod on the cluster",
+    "leave it out; add a volume and its volumeMount under `kubernetes.spec` in a config file, "
+    "or use --tmpfs PATH for scratch space",
+)
+_TERMINAL = (
+    "squarepeg streams the container's output but does not attach your terminal to it",
+    "leave it out; for an interactive shell use `kubectl run -it --rm NAME --image IMAGE -- sh`",
+)
+_DETACH = (
+    "squarepeg waits for the container and returns its exit code",
+    "leave it out; --keep leaves the pod behind, and `kubectl logs` reads it later",
+)
 
 
-def _refuse(ctx: click.Context, param: click.Parameter, value: Any) -> None:
-    if not value:
-        return
-    name = str(param.name)
-    why, fix = _REFUSED[name.removesuffix("_all")]
-    given = param.opts[0] if isinstance(value, bool) else f"{param.opts[0]} {value[0]}"
-    raise UsageError(f"{'/'.join(param.opts)} has no meaning on a cluster: {why} ({given})", fix)
+def _refused_option(*names: str, reason: tuple[str, str], flag: bool = False) -> Callable[[F], F]:
+    """A docker flag with no meaning on a cluster: refused with why, and what to do instead."""
+    why, fix = reason
 
+    def refuse(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        if value:
+            given = param.opts[0] if flag else f"{param.opts[0]} {value[0]}"
+            flags = "/".join(param.opts)
+            raise UsageError(f"{flags} cannot be used: {why} ({given})", fix)
 
-def _refused_option(*names: str, flag: bool = False) -> Callable[[F], F]:
     return click.option(
         *names,
         is_flag=flag,
         multiple=not flag,
         hidden=True,
         expose_value=False,
-        callback=_refuse,
+        callback=refuse,
     )
 
 
@@ -229,11 +241,14 @@ def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
 @_many("--toleration", metavar="KEY[=VALUE]:EFFECT", help="Tolerate a node taint.")
 @_many("--image-pull-secret", metavar="NAME", help="Secret for pulling the image.")
 @click.option("--priority-class", metavar="NAME", help="PriorityClass of the pod.")
-@_refused_option("-p", "--publish")
-@_refused_option("-P", "--publish-all", flag=True)
-@_refused_option("--network", "--net")
-@_refused_option("-v", "--volume")
-@_refused_option("--mount")
+@_refused_option("-p", "--publish", reason=_PUBLISH)
+@_refused_option("-P", "--publish-all", reason=_PUBLISH, flag=True)
+@_refused_option("--network", "--net", reason=_NETWORK)
+@_refused_option("-v", "--volume", reason=_VOLUME)
+@_refused_option("--mount", reason=_VOLUME)
+@_refused_option("-i", "--interactive", reason=_TERMINAL, flag=True)
+@_refused_option("-t", "--tty", reason=_TERMINAL, flag=True)
+@_refused_option("-d", "--detach", reason=_DETACH, flag=True)
 @click.argument("image")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
@@ -385,7 +400,7 @@ def completion(shell: str) -> int:
 
 
 def _usage_line(exc: click.ClickException) -> str:
-    message = " ".join(exc.format_message().split())
+    message = " ".join(exc.format_message().split()).removesuffix(".")
     ctx = getattr(exc, "ctx", None)
     command = ctx.command_path if ctx is not None else PROG_NAME
     return f"{message}; see `{command} --help`"

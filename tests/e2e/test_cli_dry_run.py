@@ -841,24 +841,42 @@ BAD_FLAGS = [
         "command after it, like `kubectl squarepeg run --cpus 1 alpine ls -l`",
     ),
     (["--cpu", "0.5", "alpine"], "No such option '--cpu'."),
-    ([], "Missing argument 'IMAGE'.; see `kubectl squarepeg run --help`"),
+    ([], "Missing argument 'IMAGE'; see `kubectl squarepeg run --help`"),
     (
         ["-p", "8080:80", "alpine"],
-        "-p/--publish has no meaning on a cluster: a pod's ports are not published on your machine "
+        "-p/--publish cannot be used: a pod's ports are not published on your machine "
         "(-p 8080:80); leave it out, and reach the port with `kubectl port-forward pod/NAME PORT` "
         "while the pod runs (--name NAME fixes the name)",
     ),
     (
         ["--network", "host", "alpine"],
-        "--network/--net has no meaning on a cluster: every pod is on the cluster's network "
+        "--network/--net cannot be used: every pod is on the cluster's network "
         "(--network host); leave it out; to change a pod's networking (e.g. hostNetwork), set it "
         "under `kubernetes.spec` in a config file",
     ),
     (
         ["-v", "/data:/data", "alpine"],
-        "-v/--volume has no meaning on a cluster: a path on your machine cannot be mounted into a "
+        "-v/--volume cannot be used: a path on your machine cannot be mounted into a "
         "pod on the cluster (-v /data:/data); leave it out; add a volume and its volumeMount under "
         "`kubernetes.spec` in a config file, or use --tmpfs PATH for scratch space",
+    ),
+    (
+        ["-it", "alpine", "sh"],
+        "-i/--interactive cannot be used: squarepeg streams the container's output but does "
+        "not attach your terminal to it (-i); leave it out; for an interactive shell use "
+        "`kubectl run -it --rm NAME --image IMAGE -- sh`",
+    ),
+    (["--tty", "alpine"], "-t/--tty cannot be used: squarepeg streams the container's output"),
+    (
+        ["-d", "alpine"],
+        "-d/--detach cannot be used: squarepeg waits for the container and returns its exit "
+        "code (-d); leave it out; --keep leaves the pod behind",
+    ),
+    (["-P", "alpine"], "-P/--publish-all cannot be used: a pod's ports are not published"),
+    (
+        ["--mount", "type=bind,src=/a,dst=/b", "alpine"],
+        "--mount cannot be used: a path on your machine cannot be mounted into a pod on the "
+        "cluster (--mount type=bind,src=/a,dst=/b)",
     ),
     (
         ["--config", "nope.yaml", "alpine"],
