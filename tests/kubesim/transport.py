@@ -143,6 +143,11 @@ class _HttpServer(ThreadingHTTPServer):
     def finish_request(self, request: Any, client_address: Any) -> None:
         raw: socket.socket = request
         raw.settimeout(HANDSHAKE_SECONDS)
+        # A reply goes out as two writes (headers, then body). With Nagle on, the second
+        # waits for the client's delayed ACK of the first: 40 ms per request, which turned
+        # a `kubectl delete` of 300 pods into a minute. Real apiservers (Go) set NODELAY.
+        with contextlib.suppress(OSError):
+            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             tls = self.transport.tls_context.wrap_socket(raw, server_side=True)
         except (OSError, ssl.SSLError):
