@@ -355,6 +355,52 @@ def config_view(show_origin: bool, config: tuple[str, ...]) -> int:
     return 0
 
 
+# --- sweep ------------------------------------------------------------------------------
+
+
+@cli.command(short_help="Delete what earlier runs of yours left behind in the namespace.")
+@click.option("--dry-run", is_flag=True, help="List what would be deleted; delete nothing.")
+@click.option("-n", "--namespace", metavar="NS", help="Namespace (default: the context's).")
+@click.option("--context", metavar="NAME", help="Kubeconfig context to use.")
+@click.option("--kubeconfig", metavar="FILE", help="Kubeconfig file to use.")
+@click.option("-q", "--quiet", is_flag=True, help="Only errors and warnings on stderr.")
+@_many("--config", metavar="FILE", help="Read this config file too (orphan_sweep_min_age).")
+@click.pass_context
+def sweep(ctx: click.Context, /, **flags: Any) -> int:
+    """The orphan sweep of every run, on its own: this user's finished or stuck Pods and Jobs,
+    older than orphan_sweep_min_age, are listed (on stderr) and deleted."""
+    from kubectl_squarepeg import config, values
+    from kubectl_squarepeg import sweep as orphan_sweep
+    from kubectl_squarepeg.connect import ClusterFlags, connect
+    from kubectl_squarepeg.errors import UsageError
+    from kubectl_squarepeg.manifest import created_by_value
+
+    console = _console(ctx)
+    merged = config.load(explicit=flags["config"])
+    console.quiet = bool(flags["quiet"] or merged.values.get("quiet"))
+
+    def setting(name: str) -> str | None:
+        value = flags[name] or merged.values.get(name)
+        return None if value is None else str(value)
+
+    namespace = setting("namespace")
+    if namespace is not None:
+        try:
+            values.validate_name(namespace)
+        except values.ValueProblem as problem:
+            raise UsageError(f"invalid value {namespace!r} for --namespace", str(problem)) from None
+    choice = ClusterFlags(setting("context"), setting("kubeconfig"), namespace)
+    connection = connect(choice)
+    console.status(connection.banner())
+    return orphan_sweep.sweep_now(
+        connection,
+        created_by_value(_username(os.environ)),
+        min_age=int(merged.values.get("orphan_sweep_min_age") or 0),
+        console=console,
+        dry_run=bool(flags["dry_run"]),
+    )
+
+
 # --- the real run: the lead engineer's ----------------------------------------------------
 # `run` calls this once the plan is built, for a real run and for --dry-run-server; a
 # client-side --dry-run never gets here.

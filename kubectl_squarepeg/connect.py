@@ -19,14 +19,31 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kubectl_squarepeg import kubectl, viewcache
 from kubectl_squarepeg.errors import ClusterError, KubectlMissing, UsageError
 from kubectl_squarepeg.kubectl import Target
 
-if TYPE_CHECKING:  # options pulls in config and PyYAML; the probe must start before those
-    from kubectl_squarepeg.options import RunOptions
+
+class ClusterChoice(Protocol):
+    """What the user said about where to run: `run`'s RunOptions, or `sweep`'s flags."""
+
+    @property
+    def context(self) -> str | None: ...
+    @property
+    def kubeconfig(self) -> str | None: ...
+    @property
+    def namespace(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class ClusterFlags:
+    """A ClusterChoice of its own, for commands that build no RunOptions."""
+
+    context: str | None = None
+    kubeconfig: str | None = None
+    namespace: str | None = None
 
 SERVICEACCOUNT_DIR_ENV = "SQUAREPEG_SERVICEACCOUNT_DIR"
 DEFAULT_SERVICEACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -189,7 +206,7 @@ def _remove_quietly(path: str) -> None:
         os.unlink(path)
 
 
-def _missing_context(options: RunOptions) -> UsageError | None:
+def _missing_context(options: ClusterChoice) -> UsageError | None:
     """An error if the explicit --context is not in the kubeconfig (None if it is)."""
     context = options.context
     listing = kubectl.run_local(_VIEW, Target(kubeconfig=options.kubeconfig))
@@ -210,7 +227,7 @@ def _missing_context(options: RunOptions) -> UsageError | None:
 
 
 def _in_cluster(
-    options: RunOptions, environ: Mapping[str, str], kubeconfig_error: str, local_only: bool
+    options: ClusterChoice, environ: Mapping[str, str], kubeconfig_error: str, local_only: bool
 ) -> Connection:
     directory = Path(environ.get(SERVICEACCOUNT_DIR_ENV) or DEFAULT_SERVICEACCOUNT_DIR)
     namespace = options.namespace or _read_namespace_file(directory) or DEFAULT_NAMESPACE
@@ -241,13 +258,13 @@ def _in_cluster(
     return Connection(target, namespace, IN_CLUSTER, True)
 
 
-def needs_kubeconfig(options: RunOptions, *, local_only: bool) -> bool:
+def needs_kubeconfig(options: ClusterChoice, *, local_only: bool) -> bool:
     """False when a dry run already knows everything (-n given, no --context to check)."""
     return not (local_only and options.namespace and not options.context)
 
 
 def connect(
-    options: RunOptions,
+    options: ClusterChoice,
     *,
     environ: Mapping[str, str] | None = None,
     local_only: bool = False,

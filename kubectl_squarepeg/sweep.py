@@ -10,11 +10,14 @@ Owns two things, kept apart:
   without a fail-fast reason, Unknown, terminating) is never an orphan at any age; a pod with
   an owner (a Job's) is never deleted directly; the run's own resource is never a candidate.
 - the best-effort execution: one `kubectl get pods,jobs -l SELECTOR -o json` (the selector
-  scopes it server-side to the user's own, unkept resources) and the deletes batched into one
-  `kubectl delete` per argv-sized chunk, so its cost does not grow with the namespace or the
-  number of orphans. During a run it works on a background thread (`sweep_in_background`),
-  and any failure is one line on stderr that never changes the run's exit code; the `sweep`
-  command (`sweep_now`) reports failures as errors instead.
+  scopes it server-side to the user's own, unkept resources), then one collection delete per
+  kind (`kubectl delete --raw`, selecting the orphans by their unique run-id label, so one
+  request removes any number of them: kubectl's own delete sends one request per name and
+  its rate limit makes 1,000 names take minutes), and a `kubectl delete` by name for orphans
+  without a usable run id, or when collection deletes are not allowed. Its cost does not
+  grow with the namespace or the number of orphans. During a run it works on a background
+  thread (`sweep_in_background`), and any failure is one line on stderr that never changes
+  the run's exit code; the `sweep` command (`sweep_now`) reports failures as errors instead.
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+import urllib.parse
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Final, Literal, Protocol
 
@@ -36,6 +40,7 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "squarepeg"
 CREATED_BY_LABEL = "squarepeg.io/created-by"
 KEEP_LABEL = "squarepeg.io/keep"
+RUN_ID_LABEL = "squarepeg.io/run-id"
 
 FINISHED: Final = "finished"
 STUCK: Final = "stuck"
@@ -67,6 +72,7 @@ class Orphan:
     category: Category
     reason: str  # the phase, the Job condition, or the waiting reason that makes it one
     age_seconds: float  # since it finished (finished) or since it was created (stuck)
+    run_id: str | None = None  # its squarepeg.io/run-id label, when it can select it alone
 
     @property
     def ref(self) -> str:
@@ -143,12 +149,20 @@ def _pod_orphan(pod: Mapping[str, Any], now: datetime, min_age: float) -> Orphan
     if phase in ("Succeeded", "Failed"):
         age = _age(podstate.finished_at(pod), now)
         if age is not None and age >= min_age:
-            return Orphan("Pod", name, FINISHED, phase, age)
+            return Orphan("Pod", name, FINISHED, phase, age, _run_id(pod))
         return None
     stuck = _stuck_pod(pod, now)
     if stuck is not None and stuck[1] >= min_age:
-        return Orphan("Pod", name, STUCK, stuck[0], stuck[1])
+        return Orphan("Pod", name, STUCK, stuck[0], stuck[1], _run_id(pod))
     return None
+
+
+_LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+
+def _run_id(item: Mapping[str, Any]) -> str | None:
+    value = (_meta(item).get("labels") or {}).get(RUN_ID_LABEL)
+    return value if isinstance(value, str) and _LABEL_VALUE.match(value) else None
 
 
 def _owner_uids(pod: Mapping[str, Any]) -> set[str]:
@@ -165,14 +179,14 @@ def _job_orphan(
         reason, finished = condition
         age = _age(finished, now)
         if age is not None and age >= min_age:
-            return Orphan("Job", name, FINISHED, reason, age)
+            return Orphan("Job", name, FINISHED, reason, age, _run_id(job))
         return None
     # backoffLimit 0 never records a failure while the only pod retries its pull: judge the
     # Job by that pod.
     for child in children:
         stuck = _stuck_pod(child, now)
         if stuck is not None and stuck[1] >= min_age:
-            return Orphan("Job", name, STUCK, stuck[0], stuck[1])
+            return Orphan("Job", name, STUCK, stuck[0], stuck[1], _run_id(job))
     return None
 
 
@@ -220,35 +234,121 @@ def select_orphans(
         found = _pod_orphan(pod, now, min_age)
         if found is not None:
             orphans.append(found)
-    return orphans
+    return _unshared_run_ids(orphans, [*jobs, *pods])
 
 
-def delete_batches(orphans: Sequence[Orphan]) -> list[list[str]]:
-    """`kubectl delete` argument lists: every orphan once, as few calls as argv allows.
+def _unshared_run_ids(
+    orphans: list[Orphan], listed: Sequence[Mapping[str, Any]]
+) -> list[Orphan]:
+    """Drop the run id of an orphan that shares it with another listed resource of its kind.
 
-    Pods and Jobs go in the same call: Background propagation is what a Job needs (so its
-    pod goes too) and what a Pod gets anyway.
+    A run id is unique to one run, which creates one Pod or one Job, so a collection delete
+    by run id removes exactly the orphan. A copied label would make it remove a neighbour
+    too; such an orphan is deleted by name instead.
     """
-    fixed = ["delete", "--cascade=background", "--wait=false", "--ignore-not-found"]
-    batches: list[list[str]] = []
-    current: list[str] = []
+    counts: dict[tuple[str, str], int] = {}
+    for item in listed:
+        run_id = _run_id(item)
+        if run_id is not None:
+            key = (_kind(item), run_id)
+            counts[key] = counts.get(key, 0) + 1
+    return [
+        o if o.run_id is None or counts.get((o.kind, o.run_id), 0) == 1
+        else replace(o, run_id=None)
+        for o in orphans
+    ]
+
+
+@dataclass(frozen=True)
+class DeleteCall:
+    """One `kubectl delete` of the sweep, and the orphans it removes."""
+
+    args: list[str]
+    orphans: tuple[Orphan, ...]
+    by_run_id: bool  # a collection delete (`--raw`) selecting the orphans by their run id
+
+
+_COLLECTION_PATHS = {
+    "Pod": "/api/v1/namespaces/{}/pods",
+    "Job": "/apis/batch/v1/namespaces/{}/jobs",
+}
+_BY_NAME = ["delete", "--cascade=background", "--wait=false", "--ignore-not-found"]
+
+
+def _chunks(
+    orphans: Sequence[Orphan], size_of: Callable[[Orphan], int]
+) -> list[list[Orphan]]:
+    """`orphans` cut into runs whose words fit in one argv (see _ARGV_BUDGET_BYTES)."""
+    chunks: list[list[Orphan]] = []
+    current: list[Orphan] = []
     size = 0
     for orphan in orphans:
-        ref = orphan.ref
-        if current and size + len(ref) + 1 > _ARGV_BUDGET_BYTES:
-            batches.append([*fixed, *current])
+        cost = size_of(orphan) + 1
+        if current and size + cost > _ARGV_BUDGET_BYTES:
+            chunks.append(current)
             current, size = [], 0
-        current.append(ref)
-        size += len(ref) + 1
+        current.append(orphan)
+        size += cost
     if current:
-        batches.append([*fixed, *current])
-    return batches
+        chunks.append(current)
+    return chunks
+
+
+def delete_by_name(orphans: Sequence[Orphan]) -> list[DeleteCall]:
+    """`kubectl delete KIND/NAME...` calls: every orphan once, as few calls as argv allows.
+
+    Pods and Jobs go in the same call: Background propagation is what a Job needs (so its
+    pod goes too) and what a Pod gets anyway. kubectl sends one DELETE per name, and its
+    client-side rate limit (5 a second after a burst of 10) makes this slow for many.
+    """
+    return [
+        DeleteCall([*_BY_NAME, *(o.ref for o in chunk)], tuple(chunk), False)
+        for chunk in _chunks(orphans, lambda o: len(o.ref))
+    ]
+
+
+def plan_deletes(orphans: Sequence[Orphan], *, namespace: str, created_by: str) -> list[DeleteCall]:
+    """The sweep's deletes: a collection delete per kind for the orphans with a run id of
+    their own, by name for the rest.
+
+    A collection delete is one request however many orphans it takes, so it escapes
+    kubectl's rate limit. It selects on the sweep's own scope plus `run-id in (...)`, so it
+    can only ever remove resources of those (dead) runs, never a run started since the list.
+    """
+    calls: list[DeleteCall] = []
+    for kind, path in _COLLECTION_PATHS.items():
+        by_id = [o for o in orphans if o.kind == kind and o.run_id]
+        # Each id costs its length plus an encoded comma (%2C) in the URL.
+        for chunk in _chunks(by_id, lambda o: len(o.run_id or "") + 2):
+            ids = ",".join(str(o.run_id) for o in chunk)
+            query = urllib.parse.urlencode(
+                {
+                    "labelSelector": f"{label_selector(created_by)},{RUN_ID_LABEL} in ({ids})",
+                    "propagationPolicy": "Background",
+                }
+            )
+            raw = f"{path.format(urllib.parse.quote(namespace, safe=''))}?{query}"
+            calls.append(DeleteCall(["delete", "--raw", raw], tuple(chunk), True))
+    calls += delete_by_name([o for o in orphans if not o.run_id])
+    return calls
 
 
 def deleted_refs(stdout: bytes) -> set[str]:
-    """The `kind/name` of every resource a `kubectl delete` reported as deleted."""
+    """The `kind/name` of every resource a `kubectl delete` reported as deleted: the lines
+    of a delete by name, or the items of the list a collection delete answers with."""
     refs = set()
-    for line in stdout.decode("utf-8", "replace").splitlines():
+    text = stdout.decode("utf-8", "replace")
+    if text.lstrip().startswith("{"):
+        try:
+            answer = json.loads(text)
+        except ValueError:
+            answer = {}
+        kind = str(answer.get("kind") or "").removesuffix("List").lower()
+        for item in answer.get("items") or ():
+            if isinstance(item, dict) and kind:
+                refs.add(f"{kind}/{_meta(item).get('name')}")
+        return refs
+    for line in text.splitlines():
         match = _DELETED_LINE.match(line.strip())
         if match:
             refs.add(f"{match.group(1)}/{match.group(2)}")
@@ -317,11 +417,19 @@ def run_sweep(
     if dry_run or not orphans:
         return SweepResult(orphans, [], problems, calls)
     gone: set[str] = set()
-    for args in delete_batches(orphans):
-        result = kubectl.run(args, target, timeout=_DELETE_TIMEOUT_SECONDS)
+    pending = plan_deletes(orphans, namespace=target.namespace or "default", created_by=created_by)
+    while pending:
+        call = pending.pop(0)
+        result = kubectl.run(call.args, target, timeout=_DELETE_TIMEOUT_SECONDS)
         calls += 1
         gone |= deleted_refs(result.stdout)
-        if not result.ok:
+        if result.ok:
+            continue
+        if call.by_run_id:
+            # No deletecollection permission, or a proxy that refuses long URLs: the slow
+            # way instead, for what that call did not remove.
+            pending += delete_by_name([o for o in call.orphans if o.ref not in gone])
+        else:
             problems.append(f"could not delete every orphan: {result.error_text}")
     deleted = [o for o in orphans if o.ref in gone]
     return SweepResult(orphans, deleted, problems, calls)
@@ -410,7 +518,8 @@ def sweep_now(
         )
     noun = "resource" if len(listed) == 1 else "resources"
     if listed:
-        what = f"{len(listed)} orphaned {noun} {verb}"
+        done = "would be deleted" if dry_run else "deleted"
+        what = f"{len(listed)} orphaned {noun} {done}"
     else:
         what = f"no orphaned resources of {created_by}"
     console.status(f"{what} in namespace {target.namespace}")

@@ -49,8 +49,7 @@ def isolated_env(
     env = {k: v for k, v in kubesim.env.items() if k != "SQUAREPEG_CONFIG"}
     env["XDG_CONFIG_HOME"] = str(home / "xdg")
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    env.setdefault("USER", "tester")
-    env["LOGNAME"] = env["USER"]
+    env["USER"] = env["LOGNAME"] = "tester"  # the created-by label of every test run
     env.update(extra or {})
     return env
 

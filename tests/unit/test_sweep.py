@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 from typing import Any
+from urllib.parse import parse_qs
 
 import pytest
 
@@ -20,10 +21,10 @@ def ts(seconds_ago: float) -> str:
     return (NOW - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def labels(user: str = USER, **extra: str) -> dict[str, str]:
+def labels(user: str = USER, run: str = "0b7c2a52", **extra: str) -> dict[str, str]:
     return {
         "app.kubernetes.io/managed-by": "squarepeg",
-        "squarepeg.io/run-id": "0b7c2a52-6f1e-4c59-9d55-0d8c3a9e4b11",
+        "squarepeg.io/run-id": run,
         "squarepeg.io/created-by": user,
         **extra,
     }
@@ -62,7 +63,7 @@ def pod(
         "namespace": "default",
         "uid": f"uid-{name}",
         "creationTimestamp": ts(created),
-        "labels": meta.pop("labels", labels(user)),
+        "labels": meta.pop("labels", labels(user, run=f"run-{name}")),
         **meta,
     }
     if owner_uid is not None:
@@ -113,7 +114,7 @@ def job(
             "namespace": "default",
             "uid": f"uid-{name}",
             "creationTimestamp": ts(created),
-            "labels": meta.pop("labels", labels(user)),
+            "labels": meta.pop("labels", labels(user, run=f"run-{name}")),
             **meta,
         },
         "spec": {"backoffLimit": 0, "template": {"spec": {"containers": []}}},
@@ -136,8 +137,8 @@ def test_finished_pods_older_than_min_age_since_they_finished() -> None:
         pod("ok", "Succeeded", finished=301),
         pod("bad", "Failed", finished=7200),
     ) == [
-        Orphan("Pod", "ok", "finished", "Succeeded", 301.0),
-        Orphan("Pod", "bad", "finished", "Failed", 7200.0),
+        Orphan("Pod", "ok", "finished", "Succeeded", 301.0, "run-ok"),
+        Orphan("Pod", "bad", "finished", "Failed", 7200.0, "run-bad"),
     ]
 
 
@@ -156,7 +157,7 @@ def test_running_and_unknown_pods_are_never_orphans_at_any_age() -> None:
 @pytest.mark.parametrize("reason", FAIL_FAST)
 def test_pending_on_each_fail_fast_reason_is_stuck_once_old_enough(reason: str) -> None:
     assert select(pod("s", "Pending", created=600, waiting=reason)) == [
-        Orphan("Pod", "s", "stuck", reason, 600.0)
+        Orphan("Pod", "s", "stuck", reason, 600.0, "run-s")
     ]
 
 
@@ -204,8 +205,8 @@ def test_jobs_are_judged_by_their_complete_or_failed_condition() -> None:
         job("broke", condition="Failed", finished=4000),
         job("fresh", condition="Complete", finished=10),
     ) == [
-        Orphan("Job", "done", "finished", "Complete", 301.0),
-        Orphan("Job", "broke", "finished", "Failed", 4000.0),
+        Orphan("Job", "done", "finished", "Complete", 301.0, "run-done"),
+        Orphan("Job", "broke", "finished", "Failed", 4000.0, "run-broke"),
     ]
 
 
@@ -221,7 +222,9 @@ def test_a_job_owned_pod_is_never_deleted_directly() -> None:
 def test_a_job_without_a_condition_is_judged_by_its_stuck_child() -> None:
     parent = job("j", created=900)
     child = pod("j-abcde", "Pending", created=899, waiting="ImagePullBackOff", owner_uid="uid-j")
-    assert select(parent, child) == [Orphan("Job", "j", "stuck", "ImagePullBackOff", 899.0)]
+    assert select(parent, child) == [
+        Orphan("Job", "j", "stuck", "ImagePullBackOff", 899.0, "run-j")
+    ]
 
 
 def test_a_job_whose_child_is_young_running_or_slow_is_left_alone() -> None:
@@ -249,8 +252,8 @@ def test_items_without_kind_are_told_apart_by_their_shape() -> None:
         job("j", condition="Failed", finished=600, kind=False),
         pod("p", "Succeeded", finished=600, kind=False),
     ) == [
-        Orphan("Job", "j", "finished", "Failed", 600.0),
-        Orphan("Pod", "p", "finished", "Succeeded", 600.0),
+        Orphan("Job", "j", "finished", "Failed", 600.0, "run-j"),
+        Orphan("Pod", "p", "finished", "Succeeded", 600.0, "run-p"),
     ]
 
 
@@ -267,35 +270,82 @@ def test_label_selector_scopes_to_the_users_own_unkept_resources() -> None:
 FIXED = ["delete", "--cascade=background", "--wait=false", "--ignore-not-found"]
 
 
-def _orphans(count: int, length: int = 20) -> list[Orphan]:
+def _orphans(count: int, length: int = 20, run_ids: bool = False) -> list[Orphan]:
     return [
-        Orphan("Job" if i % 2 else "Pod", f"o{i:05d}".ljust(length, "x"), "finished", "Failed", 1)
+        Orphan("Job" if i % 2 else "Pod", f"o{i:05d}".ljust(length, "x"), "finished", "Failed",
+               1, f"{i:08d}-6f1e-4c59-9d55-0d8c3a9e4b11" if run_ids else None)
         for i in range(count)
     ]
 
 
-def test_three_and_three_hundred_orphans_are_one_delete_call_each() -> None:
-    assert sweep.delete_batches(_orphans(3)) == [
+def plan(orphans: list[Orphan]) -> list[sweep.DeleteCall]:
+    return sweep.plan_deletes(orphans, namespace="team-a", created_by=USER)
+
+
+def query_of(call: sweep.DeleteCall) -> tuple[str, dict[str, list[str]]]:
+    assert call.args[:2] == ["delete", "--raw"]
+    path, _, query = call.args[2].partition("?")
+    return path, parse_qs(query)
+
+
+def test_orphans_with_run_ids_go_in_one_collection_delete_per_kind() -> None:
+    calls = plan(_orphans(3, run_ids=True))
+    assert [c.by_run_id for c in calls] == [True, True]
+    pods_path, pods_query = query_of(calls[0])
+    jobs_path, jobs_query = query_of(calls[1])
+    assert pods_path == "/api/v1/namespaces/team-a/pods"
+    assert jobs_path == "/apis/batch/v1/namespaces/team-a/jobs"
+    assert pods_query["labelSelector"] == [
+        f"{sweep.label_selector(USER)},squarepeg.io/run-id in "
+        "(00000000-6f1e-4c59-9d55-0d8c3a9e4b11,00000002-6f1e-4c59-9d55-0d8c3a9e4b11)"
+    ]
+    assert jobs_query["propagationPolicy"] == pods_query["propagationPolicy"] == ["Background"]
+    assert [o.name for o in calls[1].orphans] == ["o00001xxxxxxxxxxxxxx"]
+
+
+def test_three_and_three_hundred_orphans_cost_the_same_calls() -> None:
+    for with_ids, expected in ((True, 2), (False, 1)):
+        assert len(plan(_orphans(3, run_ids=with_ids))) == expected
+        assert len(plan(_orphans(300, length=63, run_ids=with_ids))) == expected
+
+
+def test_orphans_without_run_ids_are_deleted_by_name() -> None:
+    assert [c.args for c in plan(_orphans(3))] == [
         [*FIXED, "pod/o00000xxxxxxxxxxxxxx", "job/o00001xxxxxxxxxxxxxx", "pod/o00002xxxxxxxxxxxxxx"]
     ]
-    batches = sweep.delete_batches(_orphans(300, length=63))
-    assert len(batches) == 1
-    assert len(batches[0]) == len(FIXED) + 300
 
 
 def test_a_huge_sweep_is_chunked_under_the_argv_limit_with_each_orphan_once() -> None:
-    orphans = _orphans(5000, length=63)
-    batches = sweep.delete_batches(orphans)
-    assert len(batches) == 4
-    for batch in batches:
-        assert batch[: len(FIXED)] == FIXED
-        assert sum(len(arg) + 1 for arg in batch) < 110_000
-    refs = [ref for batch in batches for ref in batch[len(FIXED):]]
-    assert refs == [o.ref for o in orphans]
+    for with_ids in (False, True):
+        orphans = _orphans(5000, length=63, run_ids=with_ids)
+        calls = plan(orphans)
+        assert len(calls) == (2 if with_ids else 4)  # run ids are shorter than refs
+        for call in calls:
+            assert sum(len(arg) + 1 for arg in call.args) < 110_000
+        covered = sorted(o.name for call in calls for o in call.orphans)
+        assert covered == sorted(o.name for o in orphans)
+
+
+def test_a_run_id_shared_with_another_listed_resource_is_not_used() -> None:
+    twin = labels(run="same")
+    found = select(
+        pod("old", "Succeeded", finished=3000, labels=twin),
+        pod("busy", "Running", labels=twin),
+    )
+    assert found == [Orphan("Pod", "old", "finished", "Succeeded", 3000.0, None)]
+    assert plan(found)[0].args == [*FIXED, "pod/old"]
 
 
 def test_no_orphans_no_delete_call() -> None:
-    assert sweep.delete_batches([]) == []
+    assert plan([]) == []
+
+
+def test_deleted_refs_reads_a_collection_delete_answer() -> None:
+    answer = (b'{"kind": "PodList", "apiVersion": "v1", "items": '
+              b'[{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]}')
+    assert sweep.deleted_refs(answer) == {"pod/a", "pod/b"}
+    assert sweep.deleted_refs(b'{"kind": "JobList", "items": [{"metadata": {"name": "j"}}]}') \
+        == {"job/j"}
 
 
 def test_deleted_refs_reads_what_kubectl_delete_printed() -> None:
@@ -318,9 +368,9 @@ def test_format_age(seconds: float, text: str) -> None:
 
 
 def test_describe_names_the_category_reason_and_age() -> None:
-    assert Orphan("Pod", "p", "finished", "Succeeded", 420).describe() == (
+    assert Orphan("Pod", "p", "finished", "Succeeded", 420, "run-p").describe() == (
         "pod/p (finished: Succeeded 7m ago)"
     )
-    assert Orphan("Job", "j", "stuck", "ErrImagePull", 360).describe() == (
+    assert Orphan("Job", "j", "stuck", "ErrImagePull", 360, "run-j").describe() == (
         "job/j (stuck: ErrImagePull, created 6m ago)"
     )
