@@ -14,6 +14,7 @@ typed error. `sh` is imported on first use, because importing it costs about 0.1
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import signal
@@ -80,10 +81,15 @@ def _sh() -> Any:  # the sh module, imported on first use
     return sh
 
 
+_warming = threading.Event()
+
+
 def warm_up() -> None:
-    """Import sh on a thread of its own, so a run pays for it while it waits for its first
-    kubectl (the kubeconfig probe) rather than after."""
-    threading.Thread(target=_sh, name="import-sh", daemon=True).start()
+    """Import sh on a thread of its own (once), so a run pays for it while it does other
+    work rather than at its first kubectl call."""
+    if not _warming.is_set():
+        _warming.set()
+        threading.Thread(target=_sh, name="import-sh", daemon=True).start()
 
 
 _PR_SET_PDEATHSIG = 1
@@ -133,12 +139,14 @@ class Child:
     def __init__(
         self,
         argv: tuple[str, ...],
+        argv_tail: tuple[str, ...],
         running: Any,
         stderr: bytearray,
         sink: _ByteSink | None,
         reader: _PipeReader | None = None,
     ) -> None:
         self.argv = argv
+        self.argv_tail = argv_tail  # the verb and what follows, without the target's flags
         self._running = running
         self._stderr = stderr
         self._sink = sink
@@ -283,11 +291,44 @@ class _PipeReader:
         self._thread.join()
 
 
+class HeldStdin:
+    """A child's stdin that squarepeg holds open, to write once and close later (`release`).
+
+    kubectl reads a `-f -` manifest only once it has started (the dispatcher's version
+    check, the exec, the Go runtime, the kubeconfig): a child started early and released
+    when its input is known pays none of that start-up at the moment it is needed.
+    """
+
+    def __init__(self) -> None:
+        self.read_fd, self._write_fd = os.pipe()
+        self._write_open = True
+
+    def started(self) -> None:
+        """The child holds the read end now; ours goes, so that its EOF is ours to give."""
+        os.close(self.read_fd)
+
+    def release(self, data: bytes) -> None:
+        """Hand the child its whole input, and end it."""
+        if not self._write_open:
+            return
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._write_fd, view):]
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._write_open:
+            self._write_open = False
+            os.close(self._write_fd)
+
+
 def start(
     args: Sequence[str],
     target: Target | None = None,
     *,
-    stdin: bytes = b"",
+    stdin: bytes | HeldStdin = b"",
     on_stdout: Callable[[bytes], None] | None = None,
     out_bufsize: int = 65536,
     namespaced: bool = True,
@@ -308,7 +349,7 @@ def start(
         "_new_session": True,
         "_return_cmd": True,
         "_tty_out": False,
-        "_in": stdin,
+        "_in": stdin.read_fd if isinstance(stdin, HeldStdin) else stdin,
         "_ok_code": _ANY_EXIT_CODE,
         "_env": dict(os.environ),
         "_err": _ByteSink(stderr.extend),
@@ -327,12 +368,17 @@ def start(
     except BaseException as exc:
         if reader is not None:
             reader.abandon()
+        if isinstance(stdin, HeldStdin):
+            stdin.started()
+            stdin.close()
         if isinstance(exc, sh.CommandNotFound):  # pragma: no cover - checked already
             raise KubectlMissing("kubectl was not found on PATH", "install kubectl") from exc
         raise
     if reader is not None:
         reader.started()
-    child = Child(tuple(argv), running, stderr, sink, reader)
+    if isinstance(stdin, HeldStdin):
+        stdin.started()
+    child = Child(tuple(argv), tuple(args), running, stderr, sink, reader)
     _register(child)
     return child
 
@@ -345,25 +391,28 @@ def run(
     timeout: float | None = None,
     namespaced: bool = True,
 ) -> Result:
-    """Run `kubectl [target args] ARGS` to the end and return what it printed.
+    """Run `kubectl [target args] ARGS` to the end and return what it printed."""
+    return collect(start(args, target, stdin=stdin, namespaced=namespaced), timeout=timeout)
+
+
+def collect(child: Child, *, timeout: float | None = None) -> Result:
+    """Wait for a child started without `on_stdout` and return what it printed.
 
     The main thread waits in short slices, so signal handlers stay responsive while a
     foreground kubectl call is in progress.
     """
-    child = start(args, target, stdin=stdin, namespaced=namespaced)
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         slice_seconds = 0.2 if deadline is None else min(0.2, deadline - time.monotonic())
         if slice_seconds <= 0:
             child.terminate()
             raise ClusterError(
-                f"kubectl {' '.join(args[:2])} did not answer within {timeout:g}s",
+                f"kubectl {' '.join(child.argv_tail[:2])} did not answer within {timeout:g}s",
                 "check that the cluster is reachable (`kubectl cluster-info`)",
             )
         code = child.wait(timeout=slice_seconds)
         if code is not None:
-            break
-    return Result(child.argv, code, child.stdout, child.stderr)
+            return Result(child.argv, code, child.stdout, child.stderr)
 
 
 class LocalChild:
@@ -419,8 +468,13 @@ def create(target: Target, manifest: bytes, *, dry_run_server: bool = False) -> 
     `create`, not `apply`: an object of the same name must be an AlreadyExists error, not
     silently merged into.
     """
+    return collect(start_create(target, manifest, dry_run_server=dry_run_server))
+
+
+def start_create(target: Target, manifest: bytes, *, dry_run_server: bool = False) -> Child:
+    """`create` started, to be `collect`ed: a run starts its watch while this is in flight."""
     output = ["--dry-run=server", "-o", "yaml"] if dry_run_server else ["-o", "json"]
-    return run(["create", "-f", "-", *output], target, stdin=manifest)
+    return start(["create", "-f", "-", *output], target, stdin=manifest)
 
 
 def watch_pods(
@@ -459,12 +513,30 @@ def events_for(target: Target, name: str) -> Result:
     )
 
 
+def _delete_args(kind: str) -> list[str]:
+    cascade = ["--cascade=background"] if kind.lower() == "job" else []
+    return ["--wait=false", "--ignore-not-found", *cascade]
+
+
+def prepare_delete(target: Target, kind: str) -> tuple[Child, HeldStdin]:
+    """`kubectl delete -f -` started now, deleting nothing until its stdin is released with
+    the object's reference (`reference`): the delete at a run's end then costs a request,
+    not a kubectl start-up. Ended unreleased, it deletes nothing."""
+    held = HeldStdin()
+    return start(["delete", "-f", "-", *_delete_args(kind)], target, stdin=held), held
+
+
+def reference(kind: str, name: str, namespace: str) -> bytes:
+    """The manifest `kubectl delete -f -` needs to find one Pod or Job."""
+    api_version = "batch/v1" if kind.lower() == "job" else "v1"
+    doc = {"apiVersion": api_version, "kind": kind,
+           "metadata": {"name": name, "namespace": namespace}}
+    return json.dumps(doc).encode("utf-8")
+
+
 def delete(target: Target, kind: str, name: str) -> Result:
     """Delete without waiting and without minding a 404; a Job takes its pods with it."""
-    cascade = ["--cascade=background"] if kind.lower() == "job" else []
-    return run(
-        ["delete", kind.lower(), name, "--wait=false", "--ignore-not-found", *cascade], target
-    )
+    return run(["delete", kind.lower(), name, *_delete_args(kind)], target)
 
 
 def logs(target: Target, pod: str, container: str) -> Result:

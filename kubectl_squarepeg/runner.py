@@ -8,8 +8,9 @@ one long call: it waits in short slices (watch.SLICE_SECONDS), so the two-stage 
 (interrupt.py) can raise `Interrupted` at any point outside a shield; the create and the
 exit-code extraction are shielded, so a first Ctrl-C lets them finish.
 
-The orphan sweep starts on its own thread once the create succeeded (a create that failed
-has nothing to ride along with), and the exit path waits for it. Kept costs low on purpose
+The orphan sweep starts on its own thread once the output streams (or, if the container
+never started, at cleanup), provided the create succeeded (a create that failed has
+nothing to ride along with); the exit path waits for it. Kept costs low on purpose
 (scripts/bench-run): a clean run starts four kubectl processes of its own (the watch,
 started while the create is still in flight; the create; the log stream; the delete, which
 does not wait for the pod to be gone), plus the sweep's list, and its delete when it found
@@ -21,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
@@ -37,6 +39,7 @@ MAIN = podstate.MAIN
 LOG_DRAIN_SECONDS = 30.0
 # How long the exit path waits for the orphan sweep that rode along with the run.
 SWEEP_JOIN_SECONDS = 60.0
+DELETE_SECONDS = 60.0
 
 
 class Follower(Protocol):
@@ -161,6 +164,8 @@ class Run:
         self._watch: watch.PodWatch | None = None
         self._logs: Follower | None = None
         self._sweep: sweep.SweepHandle | None = None
+        self._sweep_lock = threading.Lock()
+        self._pending_delete: tuple[kubectl.Child, kubectl.HeldStdin] | None = None
         self._cleaned = False
 
     # -- phases
@@ -174,13 +179,15 @@ class Run:
         return pod_watch
 
     def create(self) -> None:
-        # The watch starts before the create returns (it tolerates a pod that does not exist
-        # yet), so the two kubectl start-ups overlap. The create itself is shielded: a first
-        # Ctrl-C while it is in flight waits for it, so a created resource is always known
-        # and deleted, never left behind by a create that finished after we stopped looking.
-        self._start_watch().start(early=True)
+        # The create goes first (it is what the run waits for), then the watch, which
+        # tolerates a pod that does not exist yet, so the two kubectl start-ups overlap.
+        # Shielded: a first Ctrl-C while the create is in flight waits for it, so a created
+        # resource is always known and deleted, never left behind by a create that
+        # finished after we stopped looking.
         with self.shields.shield():
-            result = kubectl.create(self.target, _manifest_bytes(self.plan))
+            creating = kubectl.start_create(self.target, _manifest_bytes(self.plan))
+            self._start_watch().start(early=True)
+            result = kubectl.collect(creating)
             if not result.ok:
                 raise rejection(result, self.plan.kind, self.plan.name, self.namespace)
             self.created = True
@@ -188,21 +195,21 @@ class Run:
                 self.uid = podstate.uid(json.loads(result.stdout)) or None
             except ValueError:
                 self.uid = None
-            self._start_sweep()
 
     def _start_sweep(self) -> None:
         """The orphan sweep rides along from here, on its own thread (lifecycle spec)."""
         options = self.plan.options
-        if not options.orphan_sweep:
-            return
-        self._sweep = sweep.sweep_in_background(
-            self._connection,
-            self.plan.created_by,
-            min_age=options.orphan_sweep_min_age,
-            console=self.console,
-            exclude_uid=self.uid,
-            exclude_name=self.plan.name,
-        )
+        with self._sweep_lock:
+            if not options.orphan_sweep or self._sweep is not None or not self.created:
+                return
+            self._sweep = sweep.sweep_in_background(
+                self._connection,
+                self.plan.created_by,
+                min_age=options.orphan_sweep_min_age,
+                console=self.console,
+                exclude_uid=self.uid,
+                exclude_name=self.plan.name,
+            )
 
     def start_logs(self, pod: str) -> None:
         factory = self._follower_factory or logs.LogFollower
@@ -223,6 +230,9 @@ class Run:
         pod = self._watch.pod_name or self.plan.name
         if started.type != "DELETED":
             self.start_logs(pod)
+            self._prepare_delete()
+        # After the log stream's start, so that its kubectl does not delay the output's.
+        self._start_sweep()
         outcome = watch.wait_for_finish(self._watch, started)
         # The exit code is known: a first Ctrl-C from here on lets the output drain and
         # the code be reported, then exits 130 (the shield raises it at its end).
@@ -256,6 +266,7 @@ class Run:
                     self._print_inspect_commands()
                 else:
                     self._delete()
+            self._start_sweep()  # now, if the container never started
             if self._sweep is not None and not self._sweep.join(SWEEP_JOIN_SECONDS):
                 self.console.warn(
                     f"orphan sweep still running after {SWEEP_JOIN_SECONDS:g}s; stopped it"
@@ -263,9 +274,16 @@ class Run:
         finally:
             kubectl.terminate_all()
 
+    def _prepare_delete(self) -> None:
+        """Start the final delete's kubectl now, while the container runs (kubectl.py)."""
+        if not self.plan.options.keep:
+            self._pending_delete = kubectl.prepare_delete(self.target, self.plan.kind)
+
     def _delete(self) -> None:
         try:
-            result = kubectl.delete(self.target, self.plan.kind, self.plan.name)
+            result = self._prepared_delete_result() or kubectl.delete(
+                self.target, self.plan.kind, self.plan.name
+            )
         except SquarepegError as exc:
             self.console.warn(f"could not delete {self.resource.ref}: {exc.message}")
             return
@@ -274,6 +292,18 @@ class Run:
                 f"could not delete {self.resource.ref} in namespace {self.namespace}: "
                 f"{result.error_text}; delete it yourself: {self.resource.delete_command()}"
             )
+
+    def _prepared_delete_result(self) -> kubectl.Result | None:
+        """The prepared delete, released; None when there is none, or it died waiting."""
+        if self._pending_delete is None:
+            return None
+        child, held = self._pending_delete
+        self._pending_delete = None
+        if not child.is_alive():
+            return None
+        held.release(kubectl.reference(self.plan.kind, self.plan.name, self.namespace))
+        result = kubectl.collect(child, timeout=DELETE_SECONDS)
+        return result if result.ok else None  # the plain delete, whose error is reported
 
     def _print_inspect_commands(self) -> None:
         self.console.status(f"kept {self.resource.ref} in namespace {self.namespace}")

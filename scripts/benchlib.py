@@ -59,8 +59,11 @@ def kubesim(scenario: str | None = None) -> Iterator[Sim]:
                 if sim.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit("bench: kubesim did not start")
                 time.sleep(0.05)
+            # As installed for real: bytecode cached (this machine's environment turns that
+            # off, which would make every Python start recompile what changed).
+            base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
             env = {
-                **os.environ,
+                **base,
                 "KUBECONFIG": str(kubeconfig),
                 "KUBECACHEDIR": str(work / "cache"),
                 "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}",
