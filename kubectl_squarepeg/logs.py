@@ -24,6 +24,7 @@ lost.
 
 from __future__ import annotations
 
+import re
 import shlex
 import threading
 import time
@@ -40,6 +41,13 @@ from kubectl_squarepeg.errors import SquarepegError
 _MAX_TIMESTAMP = 40
 _SECOND = 19  # len("2026-12-02T19:00:00"): the part --since-time keeps
 _SKIP_ALL = -1
+# A line break, then a timestamp as the kubelet writes it (RFC 3339, UTC, up to nine
+# fraction digits) and its space: what LogDecoder._bulk strips. Starting with a literal
+# newline rather than `^` lets the regex engine skip from one newline to the next: twice as
+# fast over a large block.
+_STAMP_AFTER_NEWLINE = re.compile(rb"\n\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z ")
+# Chunks smaller than this go line by line: the bulk path's bookkeeping would not pay.
+_BULK_MIN_BYTES = 4096
 # A pipe holds 64 KiB; reading more at once lets a fast stream arrive in fewer, larger chunks.
 READ_BYTES = 128 * 1024
 # kubectl's complaints that another attempt cannot fix.
@@ -101,6 +109,48 @@ class LogDecoder:
 
     def feed(self, chunk: bytes) -> bytes:
         """The content bytes of `chunk` that have not been written before."""
+        if self._replay is not None or len(chunk) < _BULK_MIN_BYTES:
+            return self._feed_lines(chunk)
+        # Line by line up to the first line start, and the unfinished last line; the whole
+        # lines between go in bulk when they allow it (see _bulk).
+        head_end = 0
+        if self._in_line or self._prefix:
+            head_end = chunk.find(b"\n") + 1
+            if head_end == 0:
+                return self._feed_lines(chunk)
+        tail_start = chunk.rfind(b"\n") + 1
+        out = [self._feed_lines(chunk[:head_end])] if head_end else []
+        whole = chunk[head_end:tail_start]
+        if whole:
+            bulk = self._bulk(whole)
+            out.append(bulk if bulk is not None else self._feed_lines(whole))
+        out.append(self._feed_lines(chunk[tail_start:]))
+        return b"".join(out)
+
+    def _bulk(self, whole: bytes) -> bytes | None:
+        """Whole lines, each with a timestamp, at C speed rather than line by line (a fast
+        container writes a million lines a minute); None when they need the line-by-line
+        path: a line without a timestamp, or seconds out of order within the block."""
+        content, stamped = _STAMP_AFTER_NEWLINE.subn(b"\n", b"\n" + whole)
+        lines = whole.count(b"\n")
+        if stamped != lines:
+            return None
+        content = content[1:]
+        last_start = whole.rfind(b"\n", 0, len(whole) - 1) + 1
+        stamp = whole[last_start : whole.index(b" ", last_start)]
+        second = stamp[:_SECOND]
+        first = 0 if whole.startswith(second) else whole.find(b"\n" + second) + 1
+        run = whole[first:]
+        in_second = 1 + run.count(b"\n" + second)
+        if in_second != run.count(b"\n"):
+            return None  # the last line's second also occurs earlier, not contiguously
+        if first == 0 and second == self._stamp[:_SECOND]:
+            in_second += self._count
+        self._stamp, self._count, self._partial = stamp, in_second, None
+        self._in_line = self._counted = False
+        return content
+
+    def _feed_lines(self, chunk: bytes) -> bytes:
         out: list[bytes] = []
         pos, size = 0, len(chunk)
         while pos < size:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from kubectl_squarepeg import kubectl
+from kubectl_squarepeg import kubectl, logs
 from kubectl_squarepeg.console import Console
 from kubectl_squarepeg.logs import Backoff, LogDecoder, LogFollower, ResumePoint, retryable
 
@@ -117,6 +117,52 @@ def test_a_clean_end_releases_a_held_line_start() -> None:
     assert decoder.feed(b"short") == b""  # it could still become a timestamp
     assert decoder.end() == b"short"
     assert decoder.end() == b""
+
+
+# --- the decoder's bulk path: whole lines of a big chunk at once
+
+BIG_SAMPLE: list[Line] = [
+    *[(ts(second, milli), b"line %d.%03d of a busy second\n" % (second, milli))
+      for second in (0, 1, 2) for milli in range(0, 1000, 3)],
+    (ts(2, 999), b"  2026-12-02T19:00:00Z the app's own timestamp\n"),
+    (ts(3, 0), b"\x00\xff binary \r progress\n"),
+    *[(ts(3, milli), b"x" * 90 + b"\n") for milli in range(1, 200)],
+    (ts(4, 0), b"no final newline"),
+]
+
+
+def test_big_chunks_decode_as_line_by_line_does() -> None:
+    data = render(BIG_SAMPLE)
+    assert len(data) > 20 * logs._BULK_MIN_BYTES
+    for size in (4096, 5000, 65536, len(data)):
+        decoder = LogDecoder()
+        chunks = [data[i : i + size] for i in range(0, len(data), size)]
+        assert decode(chunks, decoder) == content(BIG_SAMPLE), size
+        assert decoder.resume == ResumePoint(ts(4, 0), 1, len(b"no final newline"))
+
+
+def test_the_bulk_path_keeps_the_resume_point_of_a_busy_second() -> None:
+    whole = [line for line in BIG_SAMPLE if line[0][:19] < ts(3, 0)[:19]]
+    decoder = LogDecoder()
+    decoder.feed(render(whole))
+    assert decoder.resume == ResumePoint(ts(2, 999), len([1 for t, _ in whole
+                                                          if t[:19] == ts(2, 0)[:19]]))
+
+
+def test_a_drop_in_a_big_chunk_replays_exactly() -> None:
+    data = render(BIG_SAMPLE)
+    for cut in range(0, len(data), 997):
+        decoder = LogDecoder()
+        written = decoder.feed(data[:cut])
+        written += decoder.feed(replay_after(decoder, BIG_SAMPLE))
+        assert written == content(BIG_SAMPLE), cut
+
+
+def test_seconds_out_of_order_fall_back_to_line_by_line() -> None:
+    lines = [(ts(0, 1), b"a\n"), (ts(1, 1), b"b\n"), (ts(0, 2), b"c\n")] * 400
+    decoder = LogDecoder()
+    assert decoder.feed(render(lines)) == content(lines)
+    assert decoder.resume.lines_in_second == 1  # counted as the line-by-line path does
 
 
 # --- the decoder, across a drop
