@@ -701,12 +701,13 @@ class Api:
         dry_run = self._dry_run(req, options)
         items, rv = self.store.list_raw(r.plural, route.namespace, labels=labels, fields=fields)
         deleted = []
-        for item in items:
-            meta = item["metadata"]
-            one = Route(r, meta.get("namespace"), meta["name"], "")
-            with contextlib.suppress(ApiError):
-                self.delete_object(one, options, dry_run=dry_run)
-                deleted.append(_strip_type(item))
+        with self.store.batch():
+            for item in items:
+                meta = item["metadata"]
+                one = Route(r, meta.get("namespace"), meta["name"], "")
+                with contextlib.suppress(ApiError):
+                    self.delete_object(one, options, dry_run=dry_run)
+                    deleted.append(_strip_type(item))
         return Reply.json(200, {"kind": r.list_kind, "apiVersion": r.api_version,
                                 "metadata": {"resourceVersion": rv}, "items": deleted})
 

@@ -12,6 +12,7 @@ a resourceVersion older than the history raises `Expired` (the API answers 410 G
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
 import threading
@@ -203,6 +204,13 @@ class Store:
             yield from bucket.values()
 
     # -- the public API --------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Hold the store for a series of calls (a collection delete): one lock taken once,
+        rather than once per object against every controller thread."""
+        with self._lock:
+            yield
 
     @property
     def resource_version(self) -> str:
