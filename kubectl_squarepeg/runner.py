@@ -11,9 +11,10 @@ exit-code extraction are shielded, so a first Ctrl-C lets them finish.
 The orphan sweep starts on its own thread once the output streams (or, if the container
 never started, at cleanup), provided the create succeeded (a create that failed has
 nothing to ride along with); the exit path waits for it. Kept costs low on purpose
-(scripts/bench-run): a clean run starts four kubectl processes of its own (the watch,
-started while the create is still in flight; the create; the log stream; the delete, which
-does not wait for the pod to be gone), plus the sweep's list, and its delete when it found
+(scripts/bench-run): a clean run starts four kubectl processes of its own (the create; the
+watch, started while the create is in flight; the log stream; the delete, started when the
+container starts and handed the object at the end, so that the exit pays one request
+rather than a kubectl start-up), plus the sweep's list, and its delete when it found
 orphans.
 """
 
@@ -22,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
@@ -164,7 +164,6 @@ class Run:
         self._watch: watch.PodWatch | None = None
         self._logs: Follower | None = None
         self._sweep: sweep.SweepHandle | None = None
-        self._sweep_lock = threading.Lock()
         self._pending_delete: tuple[kubectl.Child, kubectl.HeldStdin] | None = None
         self._cleaned = False
 
@@ -199,17 +198,16 @@ class Run:
     def _start_sweep(self) -> None:
         """The orphan sweep rides along from here, on its own thread (lifecycle spec)."""
         options = self.plan.options
-        with self._sweep_lock:
-            if not options.orphan_sweep or self._sweep is not None or not self.created:
-                return
-            self._sweep = sweep.sweep_in_background(
-                self._connection,
-                self.plan.created_by,
-                min_age=options.orphan_sweep_min_age,
-                console=self.console,
-                exclude_uid=self.uid,
-                exclude_name=self.plan.name,
-            )
+        if not options.orphan_sweep or self._sweep is not None or not self.created:
+            return
+        self._sweep = sweep.sweep_in_background(
+            self._connection,
+            self.plan.created_by,
+            min_age=options.orphan_sweep_min_age,
+            console=self.console,
+            exclude_uid=self.uid,
+            exclude_name=self.plan.name,
+        )
 
     def start_logs(self, pod: str) -> None:
         factory = self._follower_factory or logs.LogFollower
