@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import signal
 import termios
 from collections.abc import Iterator
@@ -30,13 +31,14 @@ def _make_controlling_terminal() -> None:
 class Terminal:
     """One command on a pty of its own; stderr and stdout go to files we can poll."""
 
-    def __init__(self, squarepeg: Squarepeg, tmp_path: Path, *args: str) -> None:
+    def __init__(self, squarepeg: Squarepeg, tmp_path: Path, *args: str,
+                 env: dict[str, str] | None = None) -> None:
         self.master, slave = os.openpty()
         self.err = tmp_path / "stderr"
         self.out = tmp_path / "stdout"
         with self.err.open("wb") as err, self.out.open("wb") as out:
             self.process = squarepeg.start(
-                *args, stdin=slave, stdout=out, stderr=err,
+                *args, env=env, stdin=slave, stdout=out, stderr=err,
                 start_new_session=True, preexec_fn=_make_controlling_terminal,
             )
         os.close(slave)
@@ -61,8 +63,8 @@ class Terminal:
 def terminal(squarepeg: Squarepeg, tmp_path: Path) -> Iterator[Any]:
     opened: list[Terminal] = []
 
-    def open_terminal(*args: str) -> Terminal:
-        term = Terminal(squarepeg, tmp_path, *args)
+    def open_terminal(*args: str, env: dict[str, str] | None = None) -> Terminal:
+        term = Terminal(squarepeg, tmp_path, *args, env=env)
         opened.append(term)
         return term
 
@@ -87,17 +89,39 @@ def test_one_ctrl_c_cleans_up_and_exits_130(
     wait_until(lambda: names(kubesim, namespace) == [], 30, "the resource to be deleted")
 
 
+SLOW_DELETE = """#!/bin/sh
+# The real kubectl, but a delete takes its input, then waits as a busy apiserver would.
+for word in "$@"; do
+  if [ "$word" = delete ]; then
+    cat > "{dir}/delete-input.$$"
+    sleep 30
+    exec "{real}" "$@" < "{dir}/delete-input.$$"
+  fi
+done
+exec "{real}" "$@"
+"""
+
+
+def slow_deletes(tmp_path: Path) -> dict[str, str]:
+    """A PATH whose kubectl is the real one, with deletes that take 30 s to begin: the
+    first stage's cleanup is then certain to be in progress when the second Ctrl-C comes."""
+    real = shutil.which("kubectl")
+    assert real is not None
+    shim_dir = tmp_path / "slow-delete"
+    shim_dir.mkdir()
+    shim = shim_dir / "kubectl"
+    shim.write_text(SLOW_DELETE.format(dir=shim_dir, real=real))
+    shim.chmod(0o755)
+    return {"PATH": f"{shim_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
 def test_two_ctrl_c_leave_the_resource_running_and_name_it(
-    terminal: Any, kubesim: Any, namespace: str
+    terminal: Any, kubesim: Any, namespace: str, tmp_path: Path
 ) -> None:
-    term = terminal("run", "--name", "abandoned", *SLEEPER)
+    term = terminal("run", "--name", "abandoned", *SLEEPER, env=slow_deletes(tmp_path))
     wait_for_output(term)
     term.ctrl_c()
-    # The first stage's cleanup takes tens of milliseconds (it ends the watch and the log
-    # stream, then deletes): the second Ctrl-C goes as soon as its message shows, as a
-    # person's quick double press does, polled finely so that it lands inside it.
-    wait_until(lambda: "press Ctrl-C again" in term.stderr(), 30, "the first message",
-               interval=0.002)
+    wait_until(lambda: "press Ctrl-C again" in term.stderr(), 30, "the first message")
     term.ctrl_c()
     try:
         assert term.wait() == 130, term.stderr()
