@@ -308,13 +308,16 @@ class HeldStdin:
         os.close(self.read_fd)
 
     def release(self, data: bytes) -> None:
-        """Hand the child its whole input, and end it."""
+        """Hand the child its whole input, and end it. A child that died meanwhile gets
+        nothing (its result says so)."""
         if not self._write_open:
             return
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(self._write_fd, view):]
+        except OSError:  # EPIPE: the child is gone
+            pass
         finally:
             self.close()
 
