@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 if TYPE_CHECKING:
     from kubectl_squarepeg.connect import Connection, KubeconfigProbe
     from kubectl_squarepeg.console import Console
+    from kubectl_squarepeg.headstart import HeadStart
     from kubectl_squarepeg.manifest import Plan
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -75,6 +76,7 @@ def prescan_run(args: Sequence[str]) -> dict[str, Any] | None:
         return None
     found: dict[str, Any] = {
         "dry_run": False,
+        "dry_run_server": False,
         "namespace": None,
         "context": None,
         "kubeconfig": None,
@@ -90,8 +92,8 @@ def prescan_run(args: Sequence[str]) -> dict[str, Any] | None:
             value = next(words, "")
         if name in _PROBE_OPTIONS:
             found[_PROBE_OPTIONS[name]] = value or None
-        elif name == "--dry-run":
-            found["dry_run"] = True
+        elif name in ("--dry-run", "--dry-run-server"):
+            found[name[2:].replace("-", "_")] = True
         elif name == "--help":
             return None  # only the help text: nothing to probe
     return found
@@ -110,25 +112,41 @@ def _start_probe(flags: Mapping[str, Any]) -> KubeconfigProbe | None:
         return None  # connect() reports it, or a dry run does without
 
 
-def _speculative_probe(argv: Sequence[str]) -> KubeconfigProbe | None:
+def _start_head_start(flags: Mapping[str, Any], probe: KubeconfigProbe | None) -> HeadStart | None:
+    """Start the run's create and watch now, if an earlier run's view names the target."""
+    view = probe.remembered if probe is not None else None
+    if view is None or flags["dry_run"] or flags["dry_run_server"]:
+        return None
+    from kubectl_squarepeg import headstart
+    from kubectl_squarepeg.connect import kubeconfig_target
+
+    target = kubeconfig_target(view, flags["kubeconfig"], flags["namespace"])
+    return headstart.start(target, headstart.new_run_id())
+
+
+def _speculative_start(argv: Sequence[str]) -> tuple[KubeconfigProbe | None, HeadStart | None]:
     if not argv or os.path.basename(argv[0]) != EXECUTABLE:
-        return None  # imported by tests or `python -m`: no side effect
+        return None, None  # imported by tests or `python -m`: no side effect
     scanned = prescan_run(argv[1:])
     if scanned is None:
-        return None
+        return None, None
+    probe = head = None
+    try:
+        probe = _start_probe(scanned)
+        head = _start_head_start(scanned, probe)
+    except Exception:  # only a head start: the run starts its own and reports any failure
+        pass
     if not scanned["dry_run"]:
-        # A real run needs sh for its first cluster call; importing it (0.1 s) starts now,
-        # beside click's import and the config, instead of after them.
+        # A real run needs sh for its later kubectl calls; importing it (0.1 s) starts
+        # now, beside click's import and the config, instead of after them. After the
+        # head start's children: they are forked while this is the only thread.
         from kubectl_squarepeg import kubectl
 
         kubectl.warm_up()
-    try:
-        return _start_probe(scanned)
-    except Exception:  # only a head start: the run starts its own and reports any failure
-        return None
+    return probe, head
 
 
-_early_probe = _speculative_probe(sys.argv)
+_early_probe, _head_start = _speculative_start(sys.argv)
 
 import click  # noqa: E402  (after the probe has started, on purpose)
 from click.core import ParameterSource  # noqa: E402
@@ -266,8 +284,9 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
     console = _console(ctx)
     # The kubeconfig probe (a kubectl process) runs while Python imports and reads the
     # config files; connect() collects it. It started at import time when argv allowed.
-    global _early_probe
+    global _early_probe, _head_start
     probe, _early_probe = _early_probe or _start_probe(flags), None
+    head, _head_start = _head_start, None
     if not flags["dry_run"]:
         from kubectl_squarepeg import kubectl
 
@@ -277,6 +296,7 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
 
     from kubectl_squarepeg import config, manifest, yamlout
     from kubectl_squarepeg.connect import connect
+    from kubectl_squarepeg.headstart import new_run_id
     from kubectl_squarepeg.options import build_run_options, check_image
 
     check_image(flags["image"])
@@ -297,19 +317,21 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
         options,
         merged,
         namespace=connection.namespace,
-        run_id=_run_id(),
+        run_id=head.run_id if head is not None else new_run_id(),
         suffix=os.urandom(SUFFIX_BYTES).hex(),
         username=_username(os.environ),
     )
     for warning in plan.warnings:
         console.warn(warning)
     if options.dry_run:
+        if head is not None:
+            head.discard()
         if connection.degraded:
             console.status(f"{connection.degraded}; namespace {connection.namespace}")
         sys.stdout.write(yamlout.dump(plan.manifest))
         return 0
     console.status(connection.banner())
-    return _execute(plan, connection, console)
+    return _execute(plan, connection, console, head)
 
 
 def _console(ctx: click.Context) -> Console:
@@ -319,16 +341,6 @@ def _console(ctx: click.Context) -> Console:
         ctx.obj = Console()
     console: Console = ctx.obj
     return console
-
-
-def _run_id() -> str:
-    """A random (version 4) UUID, as uuid.uuid4() makes it, without importing uuid (which
-    imports platform and costs a dry run a few milliseconds)."""
-    raw = bytearray(os.urandom(16))
-    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
-    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
-    text = raw.hex()
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 def _username(environ: Any) -> str:
@@ -412,18 +424,21 @@ def sweep(ctx: click.Context, /, **flags: Any) -> int:
 # client-side --dry-run never gets here.
 
 
-def _execute(plan: Plan, connection: Connection, console: Console) -> int:
+def _execute(
+    plan: Plan, connection: Connection, console: Console, head: HeadStart | None = None
+) -> int:
     """Create what `plan` describes (or, with --dry-run-server, have the apiserver check it)
     and return the exit code.
 
     Receives the finished Plan (manifest, kind, name, namespace, run id, created-by, and the
     RunOptions as `plan.options`), the resolved Connection (kubectl target, namespace,
     in-cluster or not) and the Console (quiet already set; the "using context" banner and
-    any dropped-config warnings are already printed).
+    any dropped-config warnings are already printed), and the head start, if one was
+    started (headstart.py), which the run uses if it fits, or discards.
     """
     from kubectl_squarepeg import runner
 
-    return runner.execute(plan, connection, console)
+    return runner.execute(plan, connection, console, head)
 
 
 # --- completion: completion.py's ---------------------------------------------------------

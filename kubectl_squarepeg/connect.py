@@ -110,6 +110,11 @@ class KubeconfigProbe:
             viewcache.store(self._cache_key, view.name, view.namespace, self._cache_file)
         return view, ""
 
+    @property
+    def remembered(self) -> ContextView | None:
+        """The view of an earlier run for these kubeconfig files (viewcache.py), if any."""
+        return self._known
+
     def discard(self) -> None:
         if self._child is not None:
             self._child.terminate()
@@ -181,6 +186,13 @@ def in_cluster_kubeconfig(
 
 
 # --- resolution -------------------------------------------------------------------------
+
+
+def kubeconfig_target(view: ContextView, kubeconfig: str | None, namespace: str | None) -> Target:
+    """Where kubectl goes for a kubeconfig context: `namespace` (-n or config) wins over the
+    context's own, then "default"."""
+    chosen = namespace or view.namespace or DEFAULT_NAMESPACE
+    return Target(context=view.name, kubeconfig=kubeconfig, namespace=chosen)
 
 
 def _read_namespace_file(serviceaccount_dir: Path) -> str | None:
@@ -296,9 +308,8 @@ def connect(
         target = Target(kubeconfig=options.kubeconfig, namespace=namespace)
         return Connection(target, namespace, "none", False, no_kubectl.message)
     if view is not None:
-        namespace = options.namespace or view.namespace or DEFAULT_NAMESPACE
-        target = Target(context=view.name, kubeconfig=options.kubeconfig, namespace=namespace)
-        return Connection(target, namespace, view.name, False)
+        target = kubeconfig_target(view, options.kubeconfig, options.namespace)
+        return Connection(target, target.namespace or DEFAULT_NAMESPACE, view.name, False)
     if options.context is None:
         return _in_cluster(options, environ, error, local_only)
     missing = _missing_context(options)

@@ -140,30 +140,34 @@ class Child:
         self,
         argv: tuple[str, ...],
         argv_tail: tuple[str, ...],
-        running: Any,
+        pid: int,
+        wait_for_exit: Callable[[], int],
         stderr: bytearray,
-        sink: _ByteSink | None,
-        reader: _PipeReader | None = None,
+        *,
+        stdout: bytearray | None = None,
+        sink: _ByteSink | None = None,
+        readers: Sequence[_PipeReader] = (),
     ) -> None:
         self.argv = argv
         self.argv_tail = argv_tail  # the verb and what follows, without the target's flags
-        self._running = running
+        self.pid = pid
+        self._wait_for_exit = wait_for_exit
         self._stderr = stderr
+        self._stdout = stdout
         self._sink = sink
-        self._reader = reader
-        self.pid: int = running.pid
+        self._readers = tuple(readers)
         self.exit_code: int | None = None
         self._done = threading.Event()
         # sh notices a background child's end only by polling (every 0.1 s to 1 s); a
-        # blocking waitpid on a thread of our own reaps it at once and also joins sh's
+        # blocking waitpid on a thread of our own reaps it at once and also joins the
         # reader threads, so all output has been delivered when `_done` is set.
         threading.Thread(target=self._reap, name=f"reap-{self.pid}", daemon=True).start()
 
     def _reap(self) -> None:
         try:
-            self.exit_code = int(self._running.process.wait())
-            if self._reader is not None:
-                self._reader.join()
+            self.exit_code = self._wait_for_exit()
+            for reader in self._readers:
+                reader.join()
         finally:
             _unregister(self)
             self._done.set()
@@ -184,7 +188,14 @@ class Child:
     @property
     def stdout(self) -> bytes:
         """What the child printed, when it was started without `on_stdout`."""
-        return bytes(self._running.process.stdout or b"")
+        return bytes(self._stdout) if self._stdout is not None else b""
+
+    def deliver_stdout(self, callback: Callable[[bytes], None]) -> None:
+        """Hand stdout to `callback` from now on, after what arrived before this call (for a
+        child started with `stdout_later`)."""
+        if self._sink is None:
+            raise ValueError("this child's stdout is not delivered to a callback")
+        self._sink.attach(callback)
 
     @property
     def callback_failure(self) -> BaseException | None:
@@ -235,23 +246,42 @@ atexit.register(terminate_all)
 
 
 class _ByteSink:
-    """An `_out`/`_err` target for sh that receives raw bytes.
+    """Receives a child's stdout or stderr as raw bytes and hands them to a callback.
 
-    sh decodes chunks for plain callables but hands bytes to an object with `write` and no
-    `fileno`/`encoding`. An exception in a callback would be swallowed by sh's reader thread
-    (and the child would then block on a full pipe), so the first one is kept for the
-    caller and everything after it is discarded.
+    The callback may be given later (`attach`): what arrives before is kept for it, in
+    order. An exception in the callback would otherwise be lost on a reader thread (and
+    the child would then block on a full pipe), so the first one is kept for the caller and
+    everything after it is discarded.
     """
 
-    def __init__(self, callback: Callable[[bytes], None]) -> None:
+    def __init__(self, callback: Callable[[bytes], None] | None) -> None:
         self._callback = callback
+        self._kept: list[bytes] = []
+        self._lock = threading.Lock()
         self.failure: BaseException | None = None
 
     def write(self, chunk: bytes) -> None:
+        callback = self._callback
+        if callback is None:
+            with self._lock:
+                callback = self._callback
+                if callback is None:
+                    self._kept.append(chunk)
+                    return
+        self._deliver(callback, chunk)
+
+    def attach(self, callback: Callable[[bytes], None]) -> None:
+        with self._lock:
+            for chunk in self._kept:
+                self._deliver(callback, chunk)
+            self._kept.clear()
+            self._callback = callback
+
+    def _deliver(self, callback: Callable[[bytes], None], chunk: bytes) -> None:
         if self.failure is not None:
             return
         try:
-            self._callback(chunk)
+            callback(chunk)
         except BaseException as exc:
             self.failure = exc
 
@@ -346,6 +376,9 @@ def start(
     target_args = target.global_args(namespaced=namespaced) if target else []
     argv = (*target_args, *args)
     stderr = bytearray()
+    kept = None if on_stdout is not None else bytearray()
+    sink = _ByteSink(on_stdout if kept is None else kept.extend)
+    reader = _PipeReader(sink, out_bufsize)
     options: dict[str, Any] = {
         "_bg": True,
         "_bg_exc": False,
@@ -355,35 +388,95 @@ def start(
         "_in": stdin.read_fd if isinstance(stdin, HeldStdin) else stdin,
         "_ok_code": _ANY_EXIT_CODE,
         "_env": dict(os.environ),
+        "_out": reader.write_fd,
         "_err": _ByteSink(stderr.extend),
     }
     hook = _die_with_parent_hook()
     if hook is not None:
         options["_preexec_fn"] = hook
-    sink = None
-    reader = None
-    if on_stdout is not None:
-        sink = _ByteSink(on_stdout)
-        reader = _PipeReader(sink, out_bufsize)
-        options["_out"] = reader.write_fd
     try:
         running = sh.Command(_kubectl_path())(*argv, **options)
     except BaseException as exc:
-        if reader is not None:
-            reader.abandon()
-        if isinstance(stdin, HeldStdin):
-            stdin.started()
-            stdin.close()
+        _not_started(reader, stdin)
         if isinstance(exc, sh.CommandNotFound):  # pragma: no cover - checked already
             raise KubectlMissing("kubectl was not found on PATH", "install kubectl") from exc
         raise
-    if reader is not None:
-        reader.started()
-    if isinstance(stdin, HeldStdin):
-        stdin.started()
-    child = Child(tuple(argv), tuple(args), running, stderr, sink, reader)
+    _started(reader, stdin)
+    child = Child(
+        tuple(argv),
+        tuple(args),
+        running.pid,
+        lambda: int(running.process.wait()),
+        stderr,
+        stdout=kept,
+        sink=sink,
+        readers=(reader,),
+    )
     _register(child)
     return child
+
+
+def start_early(
+    args: Sequence[str],
+    target: Target,
+    *,
+    stdin: HeldStdin | None = None,
+    stdout_later: bool = False,
+) -> Child:
+    """Start `kubectl [target args] ARGS` before sh has been imported (headstart.py).
+
+    The same child as `start` makes (its own session, the parent-death signal, registered,
+    stdout and stderr read by threads of ours), through subprocess: a run's first two
+    kubectl processes are started from the first milliseconds of the process, and sh's
+    import takes longer than their whole start-up. With `stdout_later`, stdout is kept
+    until `Child.deliver_stdout` names where it goes.
+    """
+    argv = (*target.global_args(), *args)
+    stderr = bytearray()
+    kept = None if stdout_later else bytearray()
+    sink = _ByteSink(None if kept is None else kept.extend)
+    reader = _PipeReader(sink, 65536)
+    err_reader = _PipeReader(_ByteSink(stderr.extend), 65536)
+    try:
+        process = subprocess.Popen(
+            [_kubectl_path(), *argv],
+            stdin=stdin.read_fd if stdin is not None else subprocess.DEVNULL,
+            stdout=reader.write_fd,
+            stderr=err_reader.write_fd,
+            start_new_session=True,
+            preexec_fn=_die_with_parent_hook(),
+        )
+    except BaseException:
+        _not_started(reader, stdin)
+        err_reader.abandon()
+        raise
+    _started(reader, stdin)
+    err_reader.started()
+    child = Child(
+        tuple(argv),
+        tuple(args),
+        process.pid,
+        process.wait,
+        stderr,
+        stdout=kept,
+        sink=sink,
+        readers=(reader, err_reader),
+    )
+    _register(child)
+    return child
+
+
+def _started(reader: _PipeReader, stdin: bytes | HeldStdin | None) -> None:
+    reader.started()
+    if isinstance(stdin, HeldStdin):
+        stdin.started()
+
+
+def _not_started(reader: _PipeReader, stdin: bytes | HeldStdin | None) -> None:
+    reader.abandon()
+    if isinstance(stdin, HeldStdin):
+        stdin.started()
+        stdin.close()
 
 
 def run(

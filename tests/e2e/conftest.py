@@ -48,6 +48,9 @@ def isolated_env(
 ) -> dict[str, str]:
     env = {k: v for k, v in kubesim.env.items() if k != "SQUAREPEG_CONFIG"}
     env["XDG_CONFIG_HOME"] = str(home / "xdg")
+    # The kubeconfig view cache lives beside the simulator's kubeconfig: shared by the runs
+    # of one module, as a user's repeated runs share theirs, and never the machine's own.
+    env["XDG_CACHE_HOME"] = str(Path(kubesim.kubeconfig).parent / "cache-home")
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env["USER"] = env["LOGNAME"] = "tester"  # the created-by label of every test run
     env.update(extra or {})

@@ -21,7 +21,13 @@ def test_switches_are_exactly_the_flags_of_run() -> None:
     assert flags | {"--help"} == cli.RUN_SWITCHES
 
 
-NOTHING = {"dry_run": False, "namespace": None, "context": None, "kubeconfig": None}
+NOTHING = {
+    "dry_run": False,
+    "dry_run_server": False,
+    "namespace": None,
+    "context": None,
+    "kubeconfig": None,
+}
 
 
 @pytest.mark.parametrize(
@@ -32,6 +38,7 @@ NOTHING = {"dry_run": False, "namespace": None, "context": None, "kubeconfig": N
             ["run", "--dry-run", "-n", "team", "alpine"],
             {**NOTHING, "dry_run": True, "namespace": "team"},
         ),
+        (["run", "--dry-run-server", "alpine"], {**NOTHING, "dry_run_server": True}),
         (
             ["run", "-nteam", "--context=c", "alpine"],
             {**NOTHING, "namespace": "team", "context": "c"},
@@ -62,5 +69,5 @@ def test_prescan_ignores_everything_but_run(args: list[str]) -> None:
 
 def test_no_probe_unless_this_process_is_the_executable() -> None:
     # pytest's own argv: importing cli in a test must not start kubectl.
-    assert cli._speculative_probe(["/usr/bin/pytest", "run", "alpine"]) is None
-    assert cli._speculative_probe([]) is None
+    assert cli._speculative_start(["/usr/bin/pytest", "run", "alpine"]) == (None, None)
+    assert cli._speculative_start([]) == (None, None)

@@ -1,0 +1,74 @@
+"""The head start (headstart.py): a run whose kubeconfig answer is cached starts its create
+and its watch before anything else, and uses them only when they fit the run.
+
+The kubeconfig is made older than the view cache's racy window first, as a user's is, so
+that the first run caches the answer and the next ones get the head start.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import Squarepeg, names
+from tests.e2e.test_sweep_e2e import counting_kubectl
+
+
+@pytest.fixture
+def cached_view(kubesim: Any, squarepeg: Squarepeg) -> None:
+    old = time.time() - 60
+    os.utime(kubesim.kubeconfig, (old, old))
+    warm = squarepeg("run", "-q", "alpine", "true")
+    assert warm.code == 0, warm.stderr
+
+
+def creates(log: Path) -> list[str]:
+    return [line for line in log.read_text().splitlines() if " create " in f" {line} "]
+
+
+@pytest.mark.usefixtures("cached_view")
+@pytest.mark.parametrize("mode", ["pod", "job"])
+def test_a_run_with_a_cached_view_uses_its_head_start(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path, mode: str
+) -> None:
+    env, log = counting_kubectl(tmp_path)
+    done = squarepeg("run", "--mode", mode, "alpine", "sh", "-c", "echo hi; exit 4", env=env)
+    assert (done.code, done.stdout) == (4, b"hi\n"), done.stderr
+    calls = log.read_text().splitlines()
+    assert not any("config view" in call for call in calls)  # the cached answer
+    assert len(creates(log)) == 1
+    assert f"--namespace={namespace}" in creates(log)[0]
+    watches = [call for call in calls if "--watch" in call]
+    assert len(watches) == 1 and "-l squarepeg.io/run-id=" in watches[0], calls
+    assert names(kubesim, namespace) == []
+
+
+@pytest.mark.usefixtures("cached_view")
+def test_a_config_namespace_makes_the_run_discard_its_head_start(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path
+) -> None:
+    # The prescan guesses the kubeconfig's namespace; the config file names another one.
+    config = tmp_path / "elsewhere.yaml"
+    config.write_text(f"namespace: {namespace}\n")
+    env, log = counting_kubectl(tmp_path)
+    guessed = names(kubesim, "default")
+    done = squarepeg(
+        "run", "--config", str(config), "--keep", "alpine", "echo", "moved",
+        env=env, namespaced=False,
+    )
+    try:
+        assert (done.code, done.stdout) == (0, b"moved\n"), done.stderr
+        made = creates(log)
+        assert len(made) == 2, made
+        assert "--namespace=default" in made[0]  # the head start's, never given a manifest
+        assert f"--namespace={namespace}" in made[1]
+        kept = names(kubesim, namespace)
+        assert len(kept) == 1 and kept[0].startswith("pod/squarepeg-alpine-")
+        assert names(kubesim, "default") == guessed  # nothing was created where it guessed
+    finally:
+        for ref in names(kubesim, namespace):
+            kubesim.kubectl("delete", ref, "-n", namespace, "--wait=false")
