@@ -2,7 +2,7 @@
 
 Each command body completes its options, validates them, then hands over to the module
 that does the work; those are imported inside the command, so `--help` and `--version`
-load only click, and a `--dry-run` never loads sh. `main()` is the boundary: a
+load only click. `main()` is the boundary: a
 `SquarepegError` or a click usage error becomes one `squarepeg: error: ...` line on stderr
 and exit 125 (or the error's own code), Ctrl-C outside a run becomes 130, and nothing else
 ever prints a traceback to a user.
@@ -136,13 +136,6 @@ def _speculative_start(argv: Sequence[str]) -> tuple[KubeconfigProbe | None, Hea
         head = _start_head_start(scanned, probe)
     except Exception:  # only a head start: the run starts its own and reports any failure
         pass
-    if not scanned["dry_run"]:
-        # A real run needs sh for its later kubectl calls; importing it (0.1 s) starts
-        # now, beside click's import and the config, instead of after them. After the
-        # head start's children: they are forked while this is the only thread.
-        from kubectl_squarepeg import kubectl
-
-        kubectl.warm_up()
     return probe, head
 
 
@@ -287,10 +280,6 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
     global _early_probe, _head_start
     probe, _early_probe = _early_probe or _start_probe(flags), None
     head, _head_start = _head_start, None
-    if not flags["dry_run"]:
-        from kubectl_squarepeg import kubectl
-
-        kubectl.warm_up()
 
     from pathlib import Path
 
@@ -507,8 +496,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
 
 def _leave(code: int, *, fast: bool) -> NoReturn:
     """Exit with `code`. `fast` (the executable itself, not a test calling main()) skips the
-    interpreter's teardown of every module and object, about 0.1 s after a run that loaded
-    sh and asyncio, once the exit handlers have run and the streams are flushed."""
+    interpreter's teardown of every module and object, once the exit handlers have run and
+    the streams are flushed: after a run it cost tens of milliseconds, for nothing."""
     import contextlib
 
     if not fast:

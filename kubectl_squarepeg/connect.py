@@ -95,14 +95,14 @@ class KubeconfigProbe:
         self._child = None
         if self._known is None:
             target = Target(context=context, kubeconfig=kubeconfig)
-            self._child = kubectl.start_local(_MINIFY, target)
+            self._child = kubectl.start(_MINIFY, target, namespaced=False)
 
     def view(self) -> tuple[ContextView | None, str]:
         """The context kubectl would use, or None and why there is none."""
         if self._known is not None:
             return self._known, ""
         assert self._child is not None
-        result = self._child.result()
+        result = kubectl.collect(self._child)
         view = parse_minified(result.stdout) if result.ok else None
         if view is None:
             return None, result.error_text if not result.ok else "it has no current context"
@@ -221,7 +221,7 @@ def _remove_quietly(path: str) -> None:
 def _missing_context(options: ClusterChoice) -> UsageError | None:
     """An error if the explicit --context is not in the kubeconfig (None if it is)."""
     context = options.context
-    listing = kubectl.run_local(_VIEW, Target(kubeconfig=options.kubeconfig))
+    listing = kubectl.run(_VIEW, Target(kubeconfig=options.kubeconfig), namespaced=False)
     names = context_names(listing.stdout) if listing.ok else None
     if names is not None and context in names:
         return None

@@ -1,5 +1,5 @@
 """A run's head start: its create and its watch, started in the first milliseconds of the
-process, before click, sh and the config files have loaded.
+process, before click and the config files have loaded.
 
 A kubectl call costs about 0.1 s here, nearly all of it kubectl's own start-up (the
 dispatcher's version check, the Go runtime, the kubeconfig, discovery), and squarepeg's
@@ -97,9 +97,9 @@ class HeadStart:
 def start(target: Target, run_id: str) -> HeadStart:
     """Start the held create and the run id's watch on `target`."""
     held = kubectl.HeldStdin()
-    creating = kubectl.start_early(["create", "-f", "-", "-o", "json"], target, stdin=held)
+    creating = kubectl.start(["create", "-f", "-", "-o", "json"], target, stdin=held)
     try:
-        watching = kubectl.start_early(watch_args(run_id), target, stdout_later=True)
+        watching = kubectl.start(watch_args(run_id), target, stdout_later=True)
     except BaseException:
         held.close()
         creating.terminate()

@@ -1,14 +1,14 @@
 """The one door to processes: every child squarepeg starts is a `kubectl` started here.
 
-Owns the sh wrapper (with the settings library-notes.md says sh needs to be safe), the
-arguments that point kubectl at the user's cluster (`--context`, `--kubeconfig`,
-`--namespace`), and the registry of running children, so that every exit path can end them.
-Children run in their own session: the terminal's Ctrl-C reaches squarepeg only, and
-squarepeg decides what happens to its children.
+Owns how a child is started (subprocess, in a session of its own, with the parent-death
+signal, stdout and stderr read as raw bytes by threads of ours), the arguments that point
+kubectl at the user's cluster (`--context`, `--kubeconfig`, `--namespace`), and the
+registry of running children, so that every exit path can end them. The terminal's Ctrl-C
+reaches squarepeg only, and squarepeg decides what happens to its children.
 
 Never builds a shell command line, never puts a manifest in argv (it goes on stdin), and
 never decides what a kubectl failure means to the user: callers turn a `Result` into a
-typed error. `sh` is imported on first use, because importing it costs about 0.1 s.
+typed error. Why subprocess and not sh: README, Decisions ("No sh").
 """
 
 from __future__ import annotations
@@ -24,13 +24,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from kubectl_squarepeg.errors import ClusterError, KubectlMissing
 
 KUBECTL = "kubectl"
-# kubectl's own exit codes are small; a negative one is sh's way of saying "killed by signal".
-_ANY_EXIT_CODE = list(range(-64, 256))
 _TERMINATE_GRACE_SECONDS = 2.0
 
 
@@ -73,23 +70,6 @@ class Result:
         lines = [ln for ln in lines if ln]
         text = " ".join(lines) if lines else f"kubectl exited with code {self.exit_code}"
         return text.removeprefix("error: ").removeprefix("Error from server ")
-
-
-def _sh() -> Any:  # the sh module, imported on first use
-    import sh
-
-    return sh
-
-
-_warming = threading.Event()
-
-
-def warm_up() -> None:
-    """Import sh on a thread of its own (once), so a run pays for it while it does other
-    work rather than at its first kubectl call."""
-    if not _warming.is_set():
-        _warming.set()
-        threading.Thread(target=_sh, name="import-sh", daemon=True).start()
 
 
 _PR_SET_PDEATHSIG = 1
@@ -158,9 +138,8 @@ class Child:
         self._readers = tuple(readers)
         self.exit_code: int | None = None
         self._done = threading.Event()
-        # sh notices a background child's end only by polling (every 0.1 s to 1 s); a
-        # blocking waitpid on a thread of our own reaps it at once and also joins the
-        # reader threads, so all output has been delivered when `_done` is set.
+        # A blocking waitpid on a thread of our own reaps the child at once and then joins
+        # the reader threads, so all output has been delivered when `_done` is set.
         threading.Thread(target=self._reap, name=f"reap-{self.pid}", daemon=True).start()
 
     def _reap(self) -> None:
@@ -173,7 +152,8 @@ class Child:
             self._done.set()
 
     def wait(self, timeout: float | None = None) -> int | None:
-        """The exit code, or None if still running after `timeout` seconds."""
+        """The exit code (negative: killed by that signal), or None if still running after
+        `timeout` seconds."""
         if not self._done.wait(timeout):
             return None
         return self.exit_code
@@ -287,11 +267,10 @@ class _ByteSink:
 
 
 class _PipeReader:
-    """Reads a child's stdout from a pipe of our own and hands every read to a sink.
+    """Reads a child's stdout or stderr from a pipe and hands every read to a sink.
 
-    sh's `_out_bufsize=N` holds output back until exactly N bytes have accumulated (and
-    1 holds a partial line until its newline), so a `\r` progress bar or a small watch
-    event would wait. `os.read` returns whatever is there, up to `bufsize`, at once.
+    `os.read` returns whatever has arrived, up to `bufsize`, at once: a `\r` progress bar,
+    a partial line or a small watch event is never held back waiting for more.
     """
 
     def __init__(self, sink: _ByteSink, bufsize: int) -> None:
@@ -363,6 +342,7 @@ def start(
     *,
     stdin: bytes | HeldStdin = b"",
     on_stdout: Callable[[bytes], None] | None = None,
+    stdout_later: bool = False,
     out_bufsize: int = 65536,
     namespaced: bool = True,
 ) -> Child:
@@ -370,88 +350,37 @@ def start(
 
     With `on_stdout`, every chunk of stdout (at most `out_bufsize` bytes, whatever has
     arrived) is handed to it as bytes on a reader thread, so it must lock shared state, and
-    nothing is kept; otherwise stdout is kept for `.wait`.
+    nothing is kept; with `stdout_later`, stdout is kept until `Child.deliver_stdout` names
+    its callback; otherwise it is kept for `collect`.
     """
-    sh = _sh()
-    target_args = target.global_args(namespaced=namespaced) if target else []
-    argv = (*target_args, *args)
-    stderr = bytearray()
-    kept = None if on_stdout is not None else bytearray()
+    argv = (*(target.global_args(namespaced=namespaced) if target else []), *args)
+    kept = None if on_stdout is not None or stdout_later else bytearray()
     sink = _ByteSink(on_stdout if kept is None else kept.extend)
-    reader = _PipeReader(sink, out_bufsize)
-    options: dict[str, Any] = {
-        "_bg": True,
-        "_bg_exc": False,
-        "_new_session": True,
-        "_return_cmd": True,
-        "_tty_out": False,
-        "_in": stdin.read_fd if isinstance(stdin, HeldStdin) else stdin,
-        "_ok_code": _ANY_EXIT_CODE,
-        "_env": dict(os.environ),
-        "_out": reader.write_fd,
-        "_err": _ByteSink(stderr.extend),
-    }
-    hook = _die_with_parent_hook()
-    if hook is not None:
-        options["_preexec_fn"] = hook
-    try:
-        running = sh.Command(_kubectl_path())(*argv, **options)
-    except BaseException as exc:
-        _not_started(reader, stdin)
-        if isinstance(exc, sh.CommandNotFound):  # pragma: no cover - checked already
-            raise KubectlMissing("kubectl was not found on PATH", "install kubectl") from exc
-        raise
-    _started(reader, stdin)
-    child = Child(
-        tuple(argv),
-        tuple(args),
-        running.pid,
-        lambda: int(running.process.wait()),
-        stderr,
-        stdout=kept,
-        sink=sink,
-        readers=(reader,),
-    )
-    _register(child)
-    return child
-
-
-def start_early(
-    args: Sequence[str],
-    target: Target,
-    *,
-    stdin: HeldStdin | None = None,
-    stdout_later: bool = False,
-) -> Child:
-    """Start `kubectl [target args] ARGS` before sh has been imported (headstart.py).
-
-    The same child as `start` makes (its own session, the parent-death signal, registered,
-    stdout and stderr read by threads of ours), through subprocess: a run's first two
-    kubectl processes are started from the first milliseconds of the process, and sh's
-    import takes longer than their whole start-up. With `stdout_later`, stdout is kept
-    until `Child.deliver_stdout` names where it goes.
-    """
-    argv = (*target.global_args(), *args)
     stderr = bytearray()
-    kept = None if stdout_later else bytearray()
-    sink = _ByteSink(None if kept is None else kept.extend)
-    reader = _PipeReader(sink, 65536)
-    err_reader = _PipeReader(_ByteSink(stderr.extend), 65536)
+    readers = (_PipeReader(sink, out_bufsize), _PipeReader(_ByteSink(stderr.extend), 65536))
+    held = stdin if isinstance(stdin, HeldStdin) else HeldStdin() if stdin else None
     try:
         process = subprocess.Popen(
             [_kubectl_path(), *argv],
-            stdin=stdin.read_fd if stdin is not None else subprocess.DEVNULL,
-            stdout=reader.write_fd,
-            stderr=err_reader.write_fd,
+            stdin=held.read_fd if held is not None else subprocess.DEVNULL,
+            stdout=readers[0].write_fd,
+            stderr=readers[1].write_fd,
             start_new_session=True,
             preexec_fn=_die_with_parent_hook(),
         )
-    except BaseException:
-        _not_started(reader, stdin)
-        err_reader.abandon()
+    except BaseException as exc:
+        for reader in readers:
+            reader.abandon()
+        if held is not None:
+            held.started()
+            held.close()
+        if isinstance(exc, FileNotFoundError):  # removed since `_kubectl_path` looked
+            raise KubectlMissing("kubectl was not found on PATH", "install kubectl") from exc
         raise
-    _started(reader, stdin)
-    err_reader.started()
+    for reader in readers:
+        reader.started()
+    if held is not None:
+        held.started()
     child = Child(
         tuple(argv),
         tuple(args),
@@ -460,23 +389,12 @@ def start_early(
         stderr,
         stdout=kept,
         sink=sink,
-        readers=(reader, err_reader),
+        readers=readers,
     )
     _register(child)
+    if isinstance(stdin, bytes) and held is not None:
+        held.release(stdin)
     return child
-
-
-def _started(reader: _PipeReader, stdin: bytes | HeldStdin | None) -> None:
-    reader.started()
-    if isinstance(stdin, HeldStdin):
-        stdin.started()
-
-
-def _not_started(reader: _PipeReader, stdin: bytes | HeldStdin | None) -> None:
-    reader.abandon()
-    if isinstance(stdin, HeldStdin):
-        stdin.started()
-        stdin.close()
 
 
 def run(
@@ -509,50 +427,6 @@ def collect(child: Child, *, timeout: float | None = None) -> Result:
         code = child.wait(timeout=slice_seconds)
         if code is not None:
             return Result(child.argv, code, child.stdout, child.stderr)
-
-
-class LocalChild:
-    """A local-only kubectl (see `start_local`) whose result is collected later."""
-
-    def __init__(self, argv: tuple[str, ...], process: subprocess.Popen[bytes]) -> None:
-        self.argv = argv
-        self._process = process
-
-    def result(self) -> Result:
-        """Wait for the child and return what it printed."""
-        stdout, stderr = self._process.communicate()
-        return Result(self.argv, self._process.returncode, stdout, stderr)
-
-    def terminate(self) -> None:
-        """End the child if it is still running (it would finish soon anyway)."""
-        if self._process.poll() is None:
-            self._process.kill()
-            self._process.communicate()
-
-
-def start_local(args: Sequence[str], target: Target | None = None) -> LocalChild:
-    """Start a kubectl command that only reads local files (`kubectl config ...`).
-
-    Uses subprocess rather than sh: `--dry-run` must stay within twice the cost of one
-    `kubectl config view`, and importing sh alone costs more than that command. Starting
-    it early and collecting it later lets that command overlap squarepeg's own start-up.
-    """
-    argv = (*(target.global_args(namespaced=False) if target else []), *args)
-    process = subprocess.Popen(
-        [_kubectl_path(), *argv],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    child = LocalChild(tuple(argv), process)
-    atexit.register(child.terminate)
-    return child
-
-
-def run_local(args: Sequence[str], target: Target | None = None) -> Result:
-    """Run a kubectl command that only reads local files, to the end (see `start_local`)."""
-    return start_local(args, target).result()
 
 
 # --- verbs of a run ---------------------------------------------------------------------

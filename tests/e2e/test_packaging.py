@@ -52,7 +52,7 @@ VENV_BIN = Path(sys.executable).parent
 PLUGIN = "squarepeg"
 EXECUTABLE = "kubectl-squarepeg"
 HELPER = "kubectl_complete-squarepeg"
-DEPENDENCIES = ("click", "yaml", "sh", "jsonpatch", "jsonpointer")
+DEPENDENCIES = ("click", "yaml", "jsonpatch", "jsonpointer")
 KREW_PLATFORMS = {(os_, arch) for os_ in ("linux", "darwin") for arch in ("amd64", "arm64")}
 SEMVER_WITH_V = re.compile(
     r"v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
@@ -567,7 +567,6 @@ def test_the_zipapp_is_sorted_stamped_and_pure_python(release: Release) -> None:
     for dependency in (
         "click/__init__.py",
         "yaml/__init__.py",
-        "sh/__init__.py",
         "jsonpatch.py",
         "jsonpointer.py",
     ):

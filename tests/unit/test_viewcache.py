@@ -99,7 +99,7 @@ def test_a_remembered_view_starts_no_kubectl(
     def no_process(*args: object, **kwargs: object) -> None:
         raise AssertionError("a kubectl was started")
 
-    monkeypatch.setattr(kubectl, "start_local", no_process)
+    monkeypatch.setattr(kubectl, "start", no_process)
     probe = KubeconfigProbe("ctx", None, env)
     assert probe.view() == (ContextView("ctx", "team-a"), "")
     probe.discard()
