@@ -112,16 +112,13 @@ def _start_probe(flags: Mapping[str, Any]) -> KubeconfigProbe | None:
         return None  # connect() reports it, or a dry run does without
 
 
-def _start_head_start(flags: Mapping[str, Any], probe: KubeconfigProbe | None) -> HeadStart | None:
+def _start_head_start(flags: Mapping[str, Any]) -> HeadStart | None:
     """Start the run's create and watch now, if an earlier run's view names the target."""
-    view = probe.remembered if probe is not None else None
-    if view is None or flags["dry_run"] or flags["dry_run_server"]:
+    if flags["dry_run"] or flags["dry_run_server"]:
         return None
     from kubectl_squarepeg import headstart
-    from kubectl_squarepeg.connect import kubeconfig_target
 
-    target = kubeconfig_target(view, flags["kubeconfig"], flags["namespace"])
-    return headstart.start(target, headstart.new_run_id())
+    return headstart.start_if_remembered(flags["context"], flags["kubeconfig"], flags["namespace"])
 
 
 def _speculative_start(argv: Sequence[str]) -> tuple[KubeconfigProbe | None, HeadStart | None]:
@@ -132,8 +129,8 @@ def _speculative_start(argv: Sequence[str]) -> tuple[KubeconfigProbe | None, Hea
         return None, None
     probe = head = None
     try:
+        head = _start_head_start(scanned)  # first: its kubectl start-ups take the longest
         probe = _start_probe(scanned)
-        head = _start_head_start(scanned, probe)
     except Exception:  # only a head start: the run starts its own and reports any failure
         pass
     return probe, head

@@ -47,7 +47,7 @@ class ClusterFlags:
 
 SERVICEACCOUNT_DIR_ENV = "SQUAREPEG_SERVICEACCOUNT_DIR"
 DEFAULT_SERVICEACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
-DEFAULT_NAMESPACE = "default"
+DEFAULT_NAMESPACE = kubectl.DEFAULT_NAMESPACE
 IN_CLUSTER = "in-cluster"
 _MINIFY = ("config", "view", "--minify", "-o", "json")
 _VIEW = ("config", "view", "-o", "json")
@@ -188,13 +188,6 @@ def in_cluster_kubeconfig(
 # --- resolution -------------------------------------------------------------------------
 
 
-def kubeconfig_target(view: ContextView, kubeconfig: str | None, namespace: str | None) -> Target:
-    """Where kubectl goes for a kubeconfig context: `namespace` (-n or config) wins over the
-    context's own, then "default"."""
-    chosen = namespace or view.namespace or DEFAULT_NAMESPACE
-    return Target(context=view.name, kubeconfig=kubeconfig, namespace=chosen)
-
-
 def _read_namespace_file(serviceaccount_dir: Path) -> str | None:
     try:
         text = (serviceaccount_dir / "namespace").read_text(encoding="utf-8").strip()
@@ -308,7 +301,9 @@ def connect(
         target = Target(kubeconfig=options.kubeconfig, namespace=namespace)
         return Connection(target, namespace, "none", False, no_kubectl.message)
     if view is not None:
-        target = kubeconfig_target(view, options.kubeconfig, options.namespace)
+        target = Target.of_context(
+            view.name, view.namespace, kubeconfig=options.kubeconfig, namespace=options.namespace
+        )
         return Connection(target, target.namespace or DEFAULT_NAMESPACE, view.name, False)
     if options.context is None:
         return _in_cluster(options, environ, error, local_only)

@@ -23,21 +23,34 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from kubectl_squarepeg.errors import ClusterError, KubectlMissing
 
 KUBECTL = "kubectl"
+DEFAULT_NAMESPACE = "default"
 _TERMINATE_GRACE_SECONDS = 2.0
 
 
-@dataclass(frozen=True)
-class Target:
-    """Where kubectl talks to: the user's context, kubeconfig file and namespace."""
+class Target(NamedTuple):
+    """Where kubectl talks to: the user's context, kubeconfig file and namespace.
+
+    A NamedTuple, not a dataclass: the argv prescan builds one before anything imports
+    dataclasses (and, through it, inspect), which would delay the head start."""
 
     context: str | None = None
     kubeconfig: str | None = None
     namespace: str | None = None
+
+    @classmethod
+    def of_context(
+        cls, context: str, context_namespace: str | None, *, kubeconfig: str | None,
+        namespace: str | None,
+    ) -> Target:
+        """The target for a kubeconfig context: a namespace the user gave (-n, or config)
+        wins over the context's own, then "default" (connect.py has the whole order)."""
+        chosen = namespace or context_namespace or DEFAULT_NAMESPACE
+        return cls(context=context, kubeconfig=kubeconfig, namespace=chosen)
 
     def global_args(self, *, namespaced: bool = True) -> list[str]:
         args: list[str] = []
@@ -50,8 +63,7 @@ class Target:
         return args
 
 
-@dataclass(frozen=True)
-class Result:
+class Result(NamedTuple):
     """A finished kubectl call."""
 
     argv: tuple[str, ...]

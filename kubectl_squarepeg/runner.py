@@ -26,11 +26,12 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
-from kubectl_squarepeg import interrupt, kubectl, logs, podstate, sweep, watch
+from kubectl_squarepeg import interrupt, kubectl, podstate, watch
 from kubectl_squarepeg.console import Console
 from kubectl_squarepeg.errors import INTERRUPTED, ClusterError, Interrupted, SquarepegError
 
 if TYPE_CHECKING:
+    from kubectl_squarepeg import sweep
     from kubectl_squarepeg.connect import Connection
     from kubectl_squarepeg.headstart import HeadStart
     from kubectl_squarepeg.manifest import Plan
@@ -216,6 +217,8 @@ class Run:
         options = self.plan.options
         if not options.orphan_sweep or self._sweep is not None or not self.created:
             return
+        from kubectl_squarepeg import sweep  # after the create: nothing before it waits
+
         self._sweep = sweep.sweep_in_background(
             self._connection,
             self.plan.created_by,
@@ -226,7 +229,11 @@ class Run:
         )
 
     def start_logs(self, pod: str) -> None:
-        factory = self._follower_factory or logs.LogFollower
+        if self._follower_factory is None:
+            from kubectl_squarepeg import logs  # after the create: nothing before it waits
+
+            self._follower_factory = logs.LogFollower
+        factory = self._follower_factory
         self._logs = factory(self.target, pod, MAIN, self._out, self.console)
         self._logs.start()
 

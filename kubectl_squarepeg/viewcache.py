@@ -17,7 +17,10 @@ import contextlib
 import json
 import os
 from collections.abc import Mapping
-from pathlib import Path
+
+# Paths are strings (os.path), not pathlib: the argv prescan reads this cache before
+# anything imports pathlib.
+PathLike = str | os.PathLike[str]
 
 FILE_NAME = "kubeconfig-views.json"
 MAX_ENTRIES = 16
@@ -56,22 +59,23 @@ def key_for(
     return json.dumps([context, kubeconfig, environ.get("KUBECONFIG"), files])
 
 
-def cache_file(environ: Mapping[str, str]) -> Path:
+def cache_file(environ: Mapping[str, str]) -> str:
     base = environ.get("XDG_CACHE_HOME", "")
     if not os.path.isabs(base):
         base = os.path.join(environ.get("HOME") or os.path.expanduser("~"), ".cache")
-    return Path(base) / "squarepeg" / FILE_NAME
+    return os.path.join(base, "squarepeg", FILE_NAME)
 
 
-def _entries(path: Path) -> dict[str, list[str | None]]:
+def _entries(path: PathLike) -> dict[str, list[str | None]]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
 
 
-def lookup(key: str, path: Path) -> tuple[str, str | None] | None:
+def lookup(key: str, path: PathLike) -> tuple[str, str | None] | None:
     """(context name, namespace) remembered for `key`, if any."""
     entry = _entries(path).get(key)
     if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)):
@@ -80,15 +84,17 @@ def lookup(key: str, path: Path) -> tuple[str, str | None] | None:
     return entry[0], namespace
 
 
-def store(key: str, context: str, namespace: str | None, path: Path) -> None:
+def store(key: str, context: str, namespace: str | None, path: PathLike) -> None:
     """Remember an answer (the newest MAX_ENTRIES keys are kept); errors are ignored."""
     entries = _entries(path)
     entries.pop(key, None)
     entries[key] = [context, namespace]
     kept = dict(list(entries.items())[-MAX_ENTRIES:])
-    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    path = os.fspath(path)
+    folder, name = os.path.split(path)
+    partial = os.path.join(folder, f".{name}.{os.getpid()}")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(folder, exist_ok=True)
         descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             json.dump(kept, handle)

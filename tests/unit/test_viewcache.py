@@ -57,13 +57,13 @@ def test_a_kubeconfig_changed_moments_ago_is_never_cached(tmp_path: Path) -> Non
 
 def test_store_and_lookup(tmp_path: Path) -> None:
     cache = viewcache.cache_file({"XDG_CACHE_HOME": str(tmp_path / "xdg")})
-    assert cache == tmp_path / "xdg" / "squarepeg" / "kubeconfig-views.json"
+    assert cache == str(tmp_path / "xdg" / "squarepeg" / "kubeconfig-views.json")
     assert viewcache.lookup("k", cache) is None
     viewcache.store("k", "ctx", "team", cache)
     viewcache.store("k2", "other", None, cache)
     assert viewcache.lookup("k", cache) == ("ctx", "team")
     assert viewcache.lookup("k2", cache) == ("other", None)
-    assert oct(cache.stat().st_mode & 0o777) == "0o600"
+    assert oct(os.stat(cache).st_mode & 0o777) == "0o600"
     for index in range(viewcache.MAX_ENTRIES):
         viewcache.store(f"n{index}", "c", None, cache)
     assert viewcache.lookup("k", cache) is None  # the oldest went
