@@ -9,6 +9,7 @@ stdout as bytes, stderr as lines.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
@@ -20,7 +21,7 @@ import pytest
 
 from tests.helpers import wait_until
 
-__all__ = ["Finished", "Squarepeg", "names", "wait_until"]
+__all__ = ["Finished", "Squarepeg", "counting_kubectl", "names", "wait_until"]
 
 BIN = Path(sys.executable).parent
 SQUAREPEG = str(BIN / "kubectl-squarepeg")
@@ -134,3 +135,16 @@ def names(kubesim: Any, namespace: str, kinds: str = "pods,jobs") -> list[str]:
     done = kubesim.kubectl("get", kinds, "-n", namespace, "-o", "name")
     assert done.returncode == 0, done.stderr
     return [line.replace(".batch/", "/") for line in done.stdout.decode().split()]
+
+
+def counting_kubectl(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """A PATH whose `kubectl` logs each call, then runs the real one."""
+    real = shutil.which("kubectl")
+    assert real is not None
+    shim_dir = tmp_path / "shim"
+    shim_dir.mkdir(exist_ok=True)
+    log = tmp_path / "calls.log"
+    shim = shim_dir / "kubectl"
+    shim.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    shim.chmod(0o755)
+    return {"PATH": f"{shim_dir}{os.pathsep}{os.environ['PATH']}"}, log

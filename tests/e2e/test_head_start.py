@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Squarepeg, names
-from tests.e2e.test_sweep_e2e import counting_kubectl
+from tests.e2e.conftest import Squarepeg, counting_kubectl, names
 
 
 @pytest.fixture

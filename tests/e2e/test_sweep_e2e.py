@@ -6,15 +6,13 @@ labels, created straight through kubectl, left to finish or to get stuck.
 
 from __future__ import annotations
 
-import os
-import shutil
 import uuid
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from tests.e2e.conftest import Squarepeg, names, wait_until
+from tests.e2e.conftest import Squarepeg, counting_kubectl, names, wait_until
 
 USER = "tester"
 LABELS = {"app.kubernetes.io/managed-by": "squarepeg", "squarepeg.io/created-by": USER}
@@ -143,19 +141,6 @@ def test_sweep_deletes_both_categories_and_nothing_else(
     finally:
         for name in ("kept-finished", "still-running", "someone-elses"):
             kubesim.kubectl("delete", "pod", name, "-n", namespace, "--wait=false")
-
-
-def counting_kubectl(tmp_path: Path) -> tuple[dict[str, str], Path]:
-    """A PATH whose `kubectl` logs each call, then runs the real one."""
-    real = shutil.which("kubectl")
-    assert real is not None
-    shim_dir = tmp_path / "shim"
-    shim_dir.mkdir(exist_ok=True)
-    log = tmp_path / "calls.log"
-    shim = shim_dir / "kubectl"
-    shim.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
-    shim.chmod(0o755)
-    return {"PATH": f"{shim_dir}{os.pathsep}{os.environ['PATH']}"}, log
 
 
 def test_300_orphans_cost_the_same_kubectl_calls_as_3(
