@@ -30,6 +30,12 @@ from kubectl_squarepeg.errors import ClusterError, KubectlMissing
 KUBECTL = "kubectl"
 DEFAULT_NAMESPACE = "default"
 _TERMINATE_GRACE_SECONDS = 2.0
+# kubectl's start-up (its command tree, its API scheme) is mostly allocation: with the Go
+# garbage collector's target at 200% instead of 100%, `kubectl version --client` took 62 ms
+# of CPU instead of 78 to 90 here, for a peak heap at most 1.5 times as large (its RSS grew
+# by 0.5 MB). Every run starts five kubectl processes on what may be a 2-core machine. A
+# GOGC the user set wins.
+_KUBECTL_GOGC = "200"
 
 
 class Target(NamedTuple):
@@ -112,6 +118,12 @@ def _die_with_parent_hook() -> Callable[[], None] | None:
             os._exit(1)
 
     return hook
+
+
+def _child_environment() -> dict[str, str]:
+    environ = dict(os.environ)
+    environ.setdefault("GOGC", _KUBECTL_GOGC)
+    return environ
 
 
 def _kubectl_path() -> str:
@@ -379,6 +391,7 @@ def start(
             stderr=readers[1].write_fd,
             start_new_session=True,
             preexec_fn=_die_with_parent_hook(),
+            env=_child_environment(),
         )
     except BaseException as exc:
         for reader in readers:
