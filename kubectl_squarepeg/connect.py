@@ -45,6 +45,7 @@ class ClusterFlags:
     kubeconfig: str | None = None
     namespace: str | None = None
 
+
 SERVICEACCOUNT_DIR_ENV = "SQUAREPEG_SERVICEACCOUNT_DIR"
 DEFAULT_SERVICEACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 DEFAULT_NAMESPACE = kubectl.DEFAULT_NAMESPACE

@@ -50,7 +50,11 @@ class Target(NamedTuple):
 
     @classmethod
     def of_context(
-        cls, context: str, context_namespace: str | None, *, kubeconfig: str | None,
+        cls,
+        context: str,
+        context_namespace: str | None,
+        *,
+        kubeconfig: str | None,
         namespace: str | None,
     ) -> Target:
         """The target for a kubeconfig context: a namespace the user gave (-n, or config)
@@ -348,7 +352,7 @@ class HeldStdin:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(self._write_fd, view):]
+                view = view[os.write(self._write_fd, view) :]
         except OSError:  # EPIPE: the child is gone
             pass
         finally:
@@ -524,8 +528,11 @@ def prepare_delete(target: Target, kind: str) -> tuple[Child, HeldStdin]:
 def reference(kind: str, name: str, namespace: str) -> bytes:
     """The manifest `kubectl delete -f -` needs to find one Pod or Job."""
     api_version = "batch/v1" if kind.lower() == "job" else "v1"
-    doc = {"apiVersion": api_version, "kind": kind,
-           "metadata": {"name": name, "namespace": namespace}}
+    doc = {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace},
+    }
     return json.dumps(doc).encode("utf-8")
 
 
