@@ -1,5 +1,5 @@
-"""The environment kubectl children get: the user's, with a higher Go GC target unless the
-user chose one (kubectl.py, _KUBECTL_GOGC)."""
+"""kubectl.start's edges that need no kubectl: the environment children get (the user's,
+with a higher Go GC target unless the user chose one), and a kubectl that vanished."""
 
 from __future__ import annotations
 
@@ -21,3 +21,15 @@ def test_children_get_the_users_environment_and_a_gc_target(
 def test_a_gc_target_the_user_set_wins(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GOGC", "50")
     assert kubectl._child_environment()["GOGC"] == "50"
+
+
+def test_a_kubectl_gone_since_it_was_found_is_kubectl_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The exec of a file that does not exist fails: no kubectl ever runs.
+    monkeypatch.setattr(kubectl, "_kubectl_path", lambda: "/nonexistent/kubectl")
+    held = kubectl.HeldStdin()
+    with pytest.raises(kubectl.KubectlMissing):
+        kubectl.start(["version"], stdin=held)
+    assert kubectl.running_children() == []
+    held.release(b"{}")  # closed by the failed start: a no-op, no error
