@@ -1,7 +1,10 @@
 """kubectl.start's edges that need no kubectl: the environment children get (the user's,
-with a higher Go GC target unless the user chose one), and a kubectl that vanished."""
+with a higher Go GC target unless the user chose one), the size of their stdout pipes, and
+a kubectl that vanished."""
 
 from __future__ import annotations
+
+import fcntl
 
 import pytest
 
@@ -33,3 +36,18 @@ def test_a_kubectl_gone_since_it_was_found_is_kubectl_missing(
         kubectl.start(["version"], stdin=held)
     assert kubectl.running_children() == []
     held.release(b"{}")  # closed by the failed start: a no-op, no error
+
+
+@pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="pipe sizes are Linux's")
+def test_stdout_pipes_are_enlarged_where_the_system_allows() -> None:
+    reader = kubectl._PipeReader(kubectl._ByteSink(None), 65536, capacity=1 << 20)
+    try:
+        assert fcntl.fcntl(reader.write_fd, fcntl.F_GETPIPE_SZ) == 1 << 20
+    finally:
+        reader.abandon()
+    # More than the system allows: the default stays, and nothing is raised.
+    reader = kubectl._PipeReader(kubectl._ByteSink(None), 65536, capacity=1 << 40)
+    try:
+        assert fcntl.fcntl(reader.write_fd, fcntl.F_GETPIPE_SZ) >= 4096
+    finally:
+        reader.abandon()
