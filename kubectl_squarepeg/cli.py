@@ -116,7 +116,10 @@ def _start_head_start(flags: Mapping[str, Any]) -> HeadStart | None:
     """Start the run's create and watch now, if an earlier run's view names the target."""
     if flags["dry_run"] or flags["dry_run_server"]:
         return None
-    from kubectl_squarepeg import headstart
+    from kubectl_squarepeg import headstart, kubectl
+
+    if kubectl.switched_off("headstart"):
+        return None
 
     return headstart.start_if_remembered(flags["context"], flags["kubeconfig"], flags["namespace"])
 
@@ -125,7 +128,7 @@ def _speculative_start(argv: Sequence[str]) -> tuple[KubeconfigProbe | None, Hea
     if not argv or os.path.basename(argv[0]) != EXECUTABLE:
         return None, None  # imported by tests or `python -m`: no side effect
     scanned = prescan_run(argv[1:])
-    if scanned is None:
+    if scanned is None or "prescan" in os.environ.get("SQUAREPEG_WITHOUT", "").split(","):
         return None, None
     probe = head = None
     try:

@@ -297,7 +297,7 @@ class Run:
 
     def _prepare_delete(self) -> None:
         """Start the final delete's kubectl now, while the container runs (kubectl.py)."""
-        if not self.plan.options.keep:
+        if not self.plan.options.keep and not kubectl.switched_off("prepared-delete"):
             self._pending_delete = kubectl.prepare_delete(self.target, self.plan.kind)
 
     def _delete(self) -> None:
