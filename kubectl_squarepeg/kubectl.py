@@ -46,19 +46,10 @@ _TERMINATE_GRACE_SECONDS = 2.0
 # (scripts/bench-stream). 1 MiB is what an unprivileged process may ask for by default
 # (/proc/sys/fs/pipe-max-size); where it cannot be had, the default stays.
 _STDOUT_PIPE_BYTES = 1 << 20
-# kubectl's start-up (its command tree, its API scheme) is mostly allocation: with the Go
-# garbage collector's target at 200% instead of 100%, `kubectl version --client` took 62 ms
-# of CPU instead of 78 to 90 here, for a peak heap at most 1.5 times as large (its RSS grew
-# by 0.5 MB). Every run starts five kubectl processes on what may be a 2-core machine. A
-# GOGC the user set wins.
-_KUBECTL_GOGC = "200"
 
 
 class Target(NamedTuple):
-    """Where kubectl talks to: the user's context, kubeconfig file and namespace.
-
-    A NamedTuple, not a dataclass: the argv prescan builds one before anything imports
-    dataclasses (and, through it, inspect), which would delay the head start."""
+    """Where kubectl talks to: the user's context, kubeconfig file and namespace."""
 
     context: str | None = None
     kubeconfig: str | None = None
@@ -148,10 +139,8 @@ def switched_off(optimization: str) -> bool:
 
 
 def _child_environment() -> dict[str, str]:
-    environ = dict(os.environ)
-    if not switched_off("gogc"):
-        environ.setdefault("GOGC", _KUBECTL_GOGC)
-    return environ
+    """The user's environment, whole: sh's `_env` replaces it rather than adding to it."""
+    return dict(os.environ)
 
 
 def _kubectl_path() -> str:
@@ -225,13 +214,6 @@ class Child:
         data: bytes = self._command.process.stdout
         return data
 
-    def deliver_stdout(self, callback: Callable[[bytes], None]) -> None:
-        """Hand stdout to `callback` from now on, after what arrived before this call (for a
-        child started with `stdout_later`)."""
-        if self._sink is None:
-            raise ValueError("this child's stdout is not delivered to a callback")
-        self._sink.attach(callback)
-
     @property
     def callback_failure(self) -> BaseException | None:
         """The exception the `on_stdout` callback raised, if it raised one."""
@@ -281,42 +263,22 @@ atexit.register(terminate_all)
 
 
 class _ByteSink:
-    """Receives a child's stdout or stderr as raw bytes and hands them to a callback.
+    """Hands a child's stdout, as raw bytes, to a callback on the reader thread.
 
-    The callback may be given later (`attach`): what arrives before is kept for it, in
-    order. An exception in the callback would otherwise be lost on a reader thread (and
-    the child would then block on a full pipe), so the first one is kept for the caller and
-    everything after it is discarded.
+    An exception in the callback would otherwise be lost on that thread (and the child
+    would then block on a full pipe), so the first one is kept for the caller and every
+    chunk after it is read and discarded.
     """
 
-    def __init__(self, callback: Callable[[bytes], None] | None) -> None:
+    def __init__(self, callback: Callable[[bytes], None]) -> None:
         self._callback = callback
-        self._kept: list[bytes] = []
-        self._lock = threading.Lock()
         self.failure: BaseException | None = None
 
     def write(self, chunk: bytes) -> None:
-        callback = self._callback
-        if callback is None:
-            with self._lock:
-                callback = self._callback
-                if callback is None:
-                    self._kept.append(chunk)
-                    return
-        self._deliver(callback, chunk)
-
-    def attach(self, callback: Callable[[bytes], None]) -> None:
-        with self._lock:
-            for chunk in self._kept:
-                self._deliver(callback, chunk)
-            self._kept.clear()
-            self._callback = callback
-
-    def _deliver(self, callback: Callable[[bytes], None], chunk: bytes) -> None:
         if self.failure is not None:
             return
         try:
-            callback(chunk)
+            self._callback(chunk)
         except BaseException as exc:
             self.failure = exc
 
@@ -439,7 +401,6 @@ def start(
     *,
     stdin: bytes | HeldStdin = b"",
     on_stdout: Callable[[bytes], None] | None = None,
-    stdout_later: bool = False,
     out_bufsize: int = 65536,
     namespaced: bool = True,
 ) -> Child:
@@ -447,12 +408,10 @@ def start(
 
     With `on_stdout`, every chunk of stdout (at most `out_bufsize` bytes, whatever has
     arrived) is handed to it as bytes on a reader thread, so it must lock shared state, and
-    nothing is kept; with `stdout_later`, stdout is kept until `Child.deliver_stdout` names
-    its callback; otherwise sh keeps it for `collect`.
+    nothing is kept; otherwise sh keeps it for `collect`.
     """
     argv = (*(target.global_args(namespaced=namespaced) if target else []), *args)
-    streaming = on_stdout is not None or stdout_later
-    sink = _ByteSink(on_stdout) if streaming else None
+    sink = _ByteSink(on_stdout) if on_stdout is not None else None
     reader = _PipeReader(sink, out_bufsize, capacity=_STDOUT_PIPE_BYTES) if sink else None
     held = stdin if isinstance(stdin, HeldStdin) else None
     options: dict[str, Any] = {
