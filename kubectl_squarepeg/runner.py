@@ -65,6 +65,13 @@ _UNREACHABLE = (
 )
 
 
+# A webhook says `admission webhook "X" denied the request: ...`; a ValidatingAdmissionPolicy
+# says `... is forbidden: ValidatingAdmissionPolicy 'X' with binding 'Y' denied request: ...`
+# (seen on the real kube-apiserver 1.34, tests/e2e/test_cluster_policy.py).
+_ADMISSION_DENIALS = ("admission webhook", "denied the request", "denied request",
+                      "validatingadmissionpolicy")
+
+
 def rejection(result: kubectl.Result, kind: str, name: str, namespace: str) -> ClusterError:
     """A failed `kubectl create` as the user should see it: kubectl's reason and what to do."""
     reason = result.error_text
@@ -76,7 +83,7 @@ def rejection(result: kubectl.Result, kind: str, name: str, namespace: str) -> C
             f"free some of the quota, or ask for less (--cpus, --memory); "
             f"`kubectl describe resourcequota {ns}` shows what is used"
         )
-    elif "admission webhook" in lowered or "denied the request" in lowered:
+    elif any(word in lowered for word in _ADMISSION_DENIALS):
         hint = (
             "the cluster's admission policy refused the manifest; change what it names "
             "(`--dry-run-server` checks without creating anything)"
