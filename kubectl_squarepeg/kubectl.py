@@ -41,10 +41,11 @@ from kubectl_squarepeg.errors import ClusterError, KubectlMissing
 KUBECTL = "kubectl"
 DEFAULT_NAMESPACE = "default"
 _TERMINATE_GRACE_SECONDS = 2.0
-# A child's stdout pipe holds 1 MiB rather than Linux's default 64 KiB, so that kubectl
-# writes ahead while squarepeg decodes: a 100 MB log stream went from 34 to 42 MB/s here
-# (scripts/bench-stream). 1 MiB is what an unprivileged process may ask for by default
-# (/proc/sys/fs/pipe-max-size); where it cannot be had, the default stays.
+# A stream's stdout pipe (ours, see _PipeReader) holds 1 MiB rather than Linux's default
+# 64 KiB, so that kubectl writes ahead while squarepeg decodes: a 100 MB log stream went
+# from 34 to 42 MB/s here (scripts/bench-stream). 1 MiB is what an unprivileged process
+# may ask for by default (/proc/sys/fs/pipe-max-size); where it cannot be had, the default
+# stays.
 _STDOUT_PIPE_BYTES = 1 << 20
 
 
@@ -284,7 +285,8 @@ class _ByteSink:
 
 
 class _PipeReader:
-    """Reads a child's stdout or stderr from a pipe and hands every read to a sink.
+    """Reads a streaming child's stdout from a pipe of ours (sh hands the child its write
+    end) and hands every read to a sink.
 
     `os.read` returns whatever has arrived, up to `bufsize`, at once: a `\r` progress bar,
     a partial line or a small watch event is never held back waiting for more.
