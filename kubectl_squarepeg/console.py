@@ -39,6 +39,10 @@ class Console:
         if not self.quiet:
             self._write(text)
 
+    def notice(self, text: str) -> None:
+        """Information the user needs even when quiet (a kept resource's name)."""
+        self._write(text)
+
     def warn(self, text: str) -> None:
         """Something the user should know even when quiet."""
         self._write("warning: " + text)
