@@ -318,16 +318,17 @@ class Run:
                 # The user's only copy of the rest is the pod's log: it stays.
                 self._keep_for_output = True
             if outcome.start_failure:
+                said = outcome.message or ""
                 raise StartupError(
-                    f"{outcome.message}{watch.events_clause(self._events, pod)}",
+                    said + watch.events_clause(self._events, pod, said=said),
                     "check the command and that the image has it (the words after IMAGE, "
                     f"--entrypoint); `{self.commands.events(pod)}` lists the pod's events",
                     exit_code=outcome.exit_code,
                 )
             if not outcome.from_container:
+                said = outcome.message or f"pod {pod} ended without an exit code"
                 raise ClusterError(
-                    (outcome.message or f"pod {pod} ended without an exit code")
-                    + watch.events_clause(self._events, pod),
+                    said + watch.events_clause(self._events, pod, said=said),
                     f"the run did not finish; `{self.commands.events(pod)}` lists the "
                     "pod's events, also after the cleanup",
                 )

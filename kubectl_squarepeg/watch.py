@@ -322,11 +322,14 @@ _DEFAULT_FAIL_FAST_HINT = "the events above say why"
 EVENTS_QUOTED = 5
 
 
-def describe_events(items: Sequence[Mapping[str, Any]], limit: int = EVENTS_QUOTED) -> str:
+def describe_events(
+    items: Sequence[Mapping[str, Any]], limit: int = EVENTS_QUOTED, *, said: str = ""
+) -> str:
     """Events as `kubectl describe` lists them, on one line: `Warning Failed: MESSAGE; ...`.
 
     The Warnings when there are any (they say what went wrong), else the last Normal ones;
-    each (type, reason, message) once, in the order they happened, the latest `limit`.
+    each (type, reason, message) once, in the order they happened, the latest `limit`; an
+    event whose message repeats what `said` already says is left out.
     """
     seen: dict[tuple[str, str, str], None] = {}
     for item in items:
@@ -339,13 +342,27 @@ def describe_events(items: Sequence[Mapping[str, Any]], limit: int = EVENTS_QUOT
         seen[key] = None
     keys = list(seen)
     warnings = [key for key in keys if key[0] == "Warning"]
-    chosen = (warnings or keys)[-limit:]
+    new = [key for key in (warnings or keys) if not _repeats(key[2], said)]
+    chosen = new[-limit:]
     return "; ".join(f"{type_} {reason}: {message}" for type_, reason, message in chosen)
 
 
-def events_clause(fetch: Callable[[str], list[Mapping[str, Any]]], name: str) -> str:
-    """` (events: ...)` about `name` for a failure message, or "" when there are none."""
-    described = describe_events(fetch(name))
+def _repeats(message: str, said: str) -> bool:
+    return bool(said and message) and (message in said or _core(message) in said)
+
+
+def _core(message: str) -> str:
+    """An event message without the runtime's wrapping (`Error: ...: exec: X: unknown`)."""
+    start = message.find("exec: ")
+    return message[start:].removesuffix(": unknown") if start >= 0 else message
+
+
+def events_clause(
+    fetch: Callable[[str], list[Mapping[str, Any]]], name: str, *, said: str = ""
+) -> str:
+    """` (events: ...)` about `name` for a failure message that says `said`, or "" when
+    there are none to add."""
+    described = describe_events(fetch(name), said=" ".join(said.split()))
     return f" (events: {described})" if described else ""
 
 
@@ -383,9 +400,11 @@ def wait_for_start(
                 pod_name = podstate.name(event.pod)
                 detail = f": {stuck.message}" if stuck.message else ""
                 hint = _FAIL_FAST_HINTS.get(stuck.reason, _DEFAULT_FAIL_FAST_HINT)
+                said = f"container {stuck.container} of pod {pod_name} cannot start: " + (
+                    f"{stuck.reason}{detail}"
+                )
                 raise StartupError(
-                    f"container {stuck.container} of pod {pod_name} cannot start: "
-                    f"{stuck.reason}{detail}{events_clause(reporter.fetch, pod_name)}",
+                    said + events_clause(reporter.fetch, pod_name, said=said),
                     f"{hint}; {_events_hint(commands, pod_name)}",
                 )
         if latest is not None:
