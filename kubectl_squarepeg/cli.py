@@ -22,15 +22,16 @@ from collections.abc import Callable, Mapping, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
+from kubectl_squarepeg import early_signals as _early_signal
+
 # --- Ctrl-C and hang-up before a run guards them ---------------------------------------------
-# A signal that arrives while this module is still being imported (the head start, click)
-# must not become a KeyboardInterrupt traceback: it is remembered here, first thing, and
-# main() acts on it as soon as it can report it. From main() on, until a run's two-stage
-# handler (interrupt.py) takes over, SIGINT and SIGHUP end squarepeg with 130 and 129 and
-# no message: nothing has been created yet.
+# A signal that arrives while squarepeg is still being imported (the head start, click)
+# must not become a KeyboardInterrupt traceback: the package remembers it (__init__.py) and
+# main() acts on it as soon as it can. From main() on, until a run's two-stage handler
+# (interrupt.py) takes over, SIGINT and SIGHUP end squarepeg with 130 and 129 and no
+# message: nothing has been created yet.
 HANGUP_EXIT = 128 + signal.SIGHUP
 _EARLY_SIGNALS = (signal.SIGINT, signal.SIGHUP)
-_early_signal: list[int] = []
 
 
 class _Signalled(BaseException):
@@ -52,9 +53,6 @@ def _raise_signal(signum: int, frame: FrameType | None) -> None:
     _early_signal.append(signum)
     raise _Signalled(signum)
 
-
-for _signum in _EARLY_SIGNALS:
-    signal.signal(_signum, _remember_signal)
 
 if TYPE_CHECKING:
     from kubectl_squarepeg.connect import Connection, KubeconfigProbe

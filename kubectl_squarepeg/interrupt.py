@@ -93,10 +93,12 @@ def _abandon_process(code: int = INTERRUPTED) -> None:
 
 
 def _spawning(frame: FrameType | None) -> bool:
-    """Whether the main thread is inside `kubectl.start` (a child not yet registered)."""
-    start_code = kubectl.start.__code__
+    """Whether the main thread is inside `kubectl.start` (a child not yet registered) or
+    `Thread.start` (an exception there leaves threading's own books broken: a KeyError
+    instead of the interrupt)."""
+    unsafe = (kubectl.start.__code__, threading.Thread.start.__code__)
     while frame is not None:
-        if frame.f_code is start_code:
+        if frame.f_code in unsafe:
             return True
         frame = frame.f_back
     return False
