@@ -190,6 +190,7 @@ class TwoStageInterrupt:
             self._pending = False
             for line in self._abandon_messages():
                 self._console.warn(line)
+            self._console.close()  # the threads ended next have nothing to add
             self._abandon()
 
     def _raise_if_clear(self, signum: int, frame: FrameType | None) -> None:
