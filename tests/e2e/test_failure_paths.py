@@ -7,8 +7,10 @@ names still works after squarepeg's cleanup, carrying the run's --context and na
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import shutil
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -67,6 +69,49 @@ def test_an_api_server_down_longer_than_the_reconnects_loses_no_output(
     assert out.read_bytes() == b"".join(b"line %d\n" % i for i in range(1, 41))
     assert done.has_line("5 reconnects failed", "fetched once the container has ended")
     assert not done.has_line("lost the log stream"), done.lines
+
+
+NO_RESUME = """#!/bin/sh
+# The real kubectl, except that a log stream can never be resumed.
+for word in "$@"; do
+  case "$word" in --since-time=*) echo "error: unexpected EOF" >&2; exit 1;; esac
+done
+exec "{real}" "$@"
+"""
+
+
+def test_output_that_cannot_be_completed_keeps_the_pod_and_says_how_to_read_it(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path
+) -> None:
+    real = shutil.which("kubectl")
+    assert real is not None
+    shim = tmp_path / "no-resume" / "kubectl"
+    shim.parent.mkdir()
+    shim.write_text(NO_RESUME.format(real=real))
+    shim.chmod(0o755)
+    env = {"PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}"}
+    out = tmp_path / "stdout"
+    with out.open("wb") as handle:
+        process = squarepeg.start(
+            "run", "--context", "kubesim", "--name", "unread", "alpine", "sh", "-c",
+            "echo first; sleep 2; echo second", env=env, stdout=handle,
+        )
+    try:
+        wait_until(lambda: out.read_bytes() == b"first\n", 60, "the first line")
+        kubesim.ctl("drop-logs")
+        done = squarepeg.finish(process, timeout=120)
+        assert done.code == 0, done.stderr  # the container's own code, still
+        assert out.read_bytes() == b"first\n"
+        assert done.has_line("kept pod/unread", "labelled squarepeg.io/keep",
+                             "could not all be read"), done.lines
+        labels = kubesim.kubectl("get", "pod", "unread", "-n", namespace, "-o",
+                                 "jsonpath={.metadata.labels.squarepeg\\.io/keep}")
+        assert labels.stdout == b"true", labels
+        logs = [argv for argv in named_commands(done.stderr) if argv[1] == "logs"]
+        assert logs and "--context=kubesim" in logs[0], done.stderr
+        assert kubesim.kubectl(*logs[0][1:]).stdout == b"first\nsecond\n"
+    finally:
+        kubesim.kubectl("delete", "pod", "unread", "-n", namespace, "--wait=false")
 
 
 def test_a_pipe_closed_by_its_reader_is_not_blamed(
