@@ -440,12 +440,12 @@ def wait_for_finish(
     as soon as `stop()` says the wait is no longer wanted."""
     event = latest
     while True:
-        if stop():
-            return None
         if event.type == "DELETED" and not podstate.has_finished(event.pod):
             return podstate.deleted_outcome(watch.pod_name or podstate.name(event.pod))
         if podstate.has_finished(event.pod):
             return podstate.outcome(event.pod)
+        if stop():
+            return None
         following = watch.next(SLICE_SECONDS)
         if following is not None:
             event = following
