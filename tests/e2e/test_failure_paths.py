@@ -12,7 +12,7 @@ import re
 import shlex
 import shutil
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,20 @@ def assert_commands_work_after_cleanup(kubesim: Any, done: Any, namespace: str) 
         assert "--context=kubesim" in argv and f"--namespace={namespace}" in argv, argv
         ran = kubesim.kubectl(*argv[1:])
         assert ran.returncode == 0, (argv, ran.stderr)
+
+
+def run_sleeper_until(
+    squarepeg: Squarepeg, tmp_path: Path, name: str, fault: Callable[[Any], object]
+) -> Any:
+    """Run a sleeper pod NAME with --context; once it printed, call `fault(process)`; the
+    finished run."""
+    out = tmp_path / "stdout"
+    with out.open("wb") as handle:
+        process = squarepeg.start("run", "--context", "kubesim", "--name", name, *SLEEPER,
+                                  stdout=handle)
+    wait_until(lambda: out.read_bytes() == b"ready\n", 60, "the container's first line")
+    fault(process)
+    return squarepeg.finish(process, timeout=60)
 
 
 # --- nothing lost ---------------------------------------------------------------------------
@@ -131,20 +145,23 @@ def test_a_pipe_closed_by_its_reader_is_not_blamed(
 # --- hints never name what is gone ------------------------------------------------------------
 
 
-def test_an_eviction_says_why_with_the_events_and_commands_that_still_work(
-    squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path
+@pytest.mark.parametrize(
+    ("name", "fault", "said"),
+    [
+        # The Evicted event says what the status says: it is quoted once.
+        ("evicted", "evict", ("pod evicted was evicted", "The node was low on resource")),
+        ("taken", "delete-pod", ("pod taken was deleted", "events:", "Killing")),
+    ],
+)
+def test_a_pod_ended_by_others_is_said_so_with_commands_that_still_work(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path,
+    name: str, fault: str, said: tuple[str, ...],
 ) -> None:
-    out = tmp_path / "stdout"
-    with out.open("wb") as handle:
-        process = squarepeg.start("run", "--context", "kubesim", "--name", "evicted",
-                                  *SLEEPER, stdout=handle)
-    wait_until(lambda: out.read_bytes() == b"ready\n", 60, "the container's first line")
-    kubesim.ctl("evict", f"{namespace}/evicted")
-    done = squarepeg.finish(process, timeout=60)
+    done = run_sleeper_until(squarepeg, tmp_path, name,
+                             lambda _: kubesim.ctl(fault, f"{namespace}/{name}"))
     assert done.code == 125, done.stderr
-    # The Evicted event says what the status says: quoted once.
-    assert done.has_line("pod evicted was evicted", "The node was low on resource: memory")
-    wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be deleted")
+    assert done.has_line(*said), done.lines
+    wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be gone")
     assert_commands_work_after_cleanup(kubesim, done, namespace)
 
 
@@ -155,22 +172,6 @@ def test_an_image_pull_failure_quotes_the_events_and_names_commands_that_still_w
     assert done.code == 125, done.stderr
     assert done.has_line("cannot start: ErrImagePull", "events: Warning Failed"), done.lines
     wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be deleted")
-    assert_commands_work_after_cleanup(kubesim, done, namespace)
-
-
-def test_a_pod_deleted_by_someone_else_is_said_so_with_its_events(
-    squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path
-) -> None:
-    out = tmp_path / "stdout"
-    with out.open("wb") as handle:
-        process = squarepeg.start("run", "--context", "kubesim", "--name", "taken",
-                                  *SLEEPER, stdout=handle)
-    wait_until(lambda: out.read_bytes() == b"ready\n", 60, "the container's first line")
-    kubesim.ctl("delete-pod", f"{namespace}/taken")
-    done = squarepeg.finish(process, timeout=60)
-    assert done.code == 125, done.stderr
-    assert done.has_line("pod taken was deleted", "events:", "Killing"), done.lines
-    wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be gone")
     assert_commands_work_after_cleanup(kubesim, done, namespace)
 
 
@@ -219,12 +220,8 @@ def test_dry_run_says_the_dollars_are_escaped(squarepeg: Squarepeg) -> None:
 def test_sighup_cleans_up_and_exits_129(
     squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path
 ) -> None:
-    out = tmp_path / "stdout"
-    with out.open("wb") as handle:
-        process = squarepeg.start("run", "--name", "hungup", *SLEEPER, stdout=handle)
-    wait_until(lambda: out.read_bytes() == b"ready\n", 60, "the container's first line")
-    process.send_signal(signal.SIGHUP)
-    done = squarepeg.finish(process, timeout=60)
+    done = run_sleeper_until(squarepeg, tmp_path, "hungup",
+                             lambda process: process.send_signal(signal.SIGHUP))
     assert done.code == 129, done.stderr
     assert done.has_line("interrupted (SIGHUP)"), done.lines
     wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be deleted")
