@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import errno
 import re
-import shlex
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -34,6 +33,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
 from kubectl_squarepeg import kubectl
+from kubectl_squarepeg.commands import Commands
 from kubectl_squarepeg.console import Console
 from kubectl_squarepeg.errors import SquarepegError
 
@@ -324,9 +324,7 @@ class LogFollower:
         self._backoff = backoff or Backoff()
         self._start = start or self._start_kubectl
         self._clock = clock
-        self._logs_command = logs_command or shlex.join(
-            ["kubectl", "logs", pod, "-c", container, *target.global_args()]
-        )
+        self._logs_command = logs_command or Commands(target).logs("Pod", pod, container)
         self.gave_up = False
         self.error: str | None = None
         self.reader_gone = False
