@@ -319,8 +319,7 @@ class _Reader:
             raise ConfigError(
                 f"the file holds {what} once its YAML aliases are expanded "
                 f"({_where(self.source, line)})",
-                "a config file holds a few settings; write them out instead of aliases "
-                "of aliases",
+                "a config file holds a few settings; write them out instead of aliases of aliases",
             )
 
     def _node(self, node: Any) -> _Node:
@@ -377,6 +376,14 @@ class _Reader:
             result[str(key_node.value)] = child
         return result
 
+    def _construct(self, node: Any) -> Any:
+        """A typed scalar's value; its text when Python cannot hold it (an int of more than
+        4,300 digits), for the key's own parser to refuse."""
+        try:
+            return self._loader.construct_object(node)
+        except ValueError:
+            return node.value
+
     def _pairs(self, node: Any) -> list[tuple[Any, Any]]:
         """A mapping's pairs with its `<<` merge keys resolved as YAML's merge type says:
         its own keys win over merged ones, and an earlier merged mapping over a later one.
@@ -395,9 +402,11 @@ class _Reader:
             if key_node.tag != _MERGE_TAG:
                 own.append((key_node, value_node))
                 continue
-            items = value_node.value if isinstance(value_node, self._yaml.SequenceNode) else [
-                value_node
-            ]
+            items = (
+                value_node.value
+                if isinstance(value_node, self._yaml.SequenceNode)
+                else [value_node]
+            )
             if not all(isinstance(item, self._yaml.MappingNode) for item in items):
                 raise ConfigError(
                     "a YAML merge key (<<) takes a mapping or a list of mappings "
@@ -440,7 +449,7 @@ class _Reader:
 
     def _scalar(self, node: Any, line: int) -> _Node:
         if node.tag != _STR_TAG:
-            value = self._loader.construct_object(node)
+            value = self._construct(node)
             if not isinstance(value, (int, float, bool, type(None))):
                 value = node.value  # dates, binary: kept as the text, as kubectl's YAML does
             return _Node(value, line, node.value)
@@ -461,7 +470,7 @@ class _Reader:
             # written there (see the module docstring).
             scalar_node = self._yaml.ScalarNode
             tag = self._loader.resolve(scalar_node, text, (True, False))
-            retyped = self._loader.construct_object(scalar_node(tag, text))
+            retyped = self._construct(scalar_node(tag, text))
             if isinstance(retyped, (int, float, bool, type(None))) and tag != _NULL_TAG:
                 return _Node(retyped, line, text)
         return _Node(text, line, text)
@@ -571,7 +580,9 @@ class _Validator:
         try:
             parsed = spec.parse(text)
         except ValueProblem as problem:
-            raise self.problem(f"invalid value {text!r} for {key}", node, str(problem)) from None
+            raise self.problem(
+                f"invalid value {values.quoted(text)} for {key}", node, str(problem)
+            ) from None
         if key in _PATH_KEYS:
             # A relative path in a config file is relative to that file (as in compose).
             expanded = os.path.expanduser(parsed)
@@ -960,6 +971,34 @@ def read_source(source: Source) -> bytes | None:
     return data
 
 
+def read_env_file_text(path: str) -> str:
+    """An env file's text (the `read_text` of options.build_run_options): UTF-8, at most
+    MAX_FILE_BYTES, read no further than that (`--env-file /dev/zero` ends at once).
+    Raises OSError, UnicodeDecodeError, or ValueProblem for a file past the limit."""
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise ValueProblem(
+            f"it is larger than {MAX_FILE_BYTES >> 20} MiB; an env file holds KEY=VALUE lines, "
+            "point at the right file"
+        )
+    return data.decode("utf-8")
+
+
+def _home_directory() -> Path:
+    """The user's home: $HOME, or the password database's when $HOME cannot be used (it is
+    `~`, say: pathlib then raises instead of answering)."""
+    try:
+        return Path.home()
+    except RuntimeError:
+        import pwd
+
+        try:
+            return Path(pwd.getpwuid(os.getuid()).pw_dir)
+        except KeyError:
+            return Path("/nonexistent")
+
+
 def load(
     *,
     explicit: Sequence[str] = (),
@@ -975,7 +1014,7 @@ def load(
         explicit=explicit,
         environ=environ,
         cwd=cwd or Path.cwd(),
-        home=home or Path.home(),
+        home=home or _home_directory(),
         system=system,
     ):
         data = read_source(source)
