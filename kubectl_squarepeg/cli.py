@@ -221,8 +221,6 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
     # Python imports and reads the config files; connect() collects it.
     probe = _start_probe(flags)
 
-    from pathlib import Path
-
     from kubectl_squarepeg import config, manifest, yamlout
     from kubectl_squarepeg.connect import connect
     from kubectl_squarepeg.options import build_run_options, check_image
@@ -237,7 +235,7 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
         explicit,
         merged,
         environ=os.environ,
-        read_text=lambda path: Path(path).read_text(encoding="utf-8"),
+        read_text=config.read_env_file_text,
     )
     console.quiet = options.quiet
     connection = connect(options, local_only=options.dry_run, probe=probe)
@@ -249,6 +247,7 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
         suffix=os.urandom(SUFFIX_BYTES).hex(),
         username=_username(os.environ),
     )
+    _check_encodable(plan.manifest)
     for warning in plan.warnings:
         console.warn(warning)
     if options.dry_run:
@@ -260,6 +259,28 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
         return 0
     console.status(connection.banner())
     return _execute(plan, connection, console)
+
+
+def _check_encodable(manifest: Any, path: str = "") -> None:
+    """Refuse a manifest with text that is not UTF-8: an argument, environment variable or
+    file given as bytes that do not decode (Python keeps them as lone surrogates), which
+    neither the dry run's output nor the API server could carry."""
+    if isinstance(manifest, dict):
+        for key, value in manifest.items():
+            _check_encodable(key, path)
+            _check_encodable(value, f"{path}.{key}" if path else str(key))
+    elif isinstance(manifest, list):
+        for index, item in enumerate(manifest):
+            _check_encodable(item, f"{path}[{index}]")
+    elif isinstance(manifest, str):
+        try:
+            manifest.encode("utf-8")
+        except UnicodeEncodeError:
+            # The value itself is not shown: it may be a secret (an env variable's value).
+            raise UsageError(
+                f"the manifest's {path or 'text'} is not UTF-8 text",
+                "give UTF-8 text in flags, environment variables and files",
+            ) from None
 
 
 def _console(ctx: click.Context) -> Console:
