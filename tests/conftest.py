@@ -84,6 +84,9 @@ def selected_cluster(config: pytest.Config) -> str:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     cluster = selected_cluster(config)
     for item in items:
+        if "/localkube/" in str(item.path) and cluster != "localkube":
+            item.add_marker(pytest.mark.skip(reason="localkube's own tests run with "
+                                             "--cluster localkube (scripts/test's 2nd phase)"))
         for name, other in (("kubesim_only", "localkube"), ("localkube_only", "kubesim")):
             marker = item.get_closest_marker(name)
             if marker is not None and cluster == other and "/e2e/" in str(item.path):
