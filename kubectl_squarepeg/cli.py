@@ -316,8 +316,15 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
             console.status(f"{connection.degraded}; namespace {connection.namespace}")
         sys.stdout.write(yamlout.dump(plan.manifest))
         return 0
-    console.status(connection.banner())
+    console.status(connection.banner() + _config_files_note(merged.files))
     return _execute(plan, connection, console, head)
+
+
+def _config_files_note(files: Sequence[str]) -> str:
+    """The banner's end: the config files in effect, so none acts unseen."""
+    if not files:
+        return ""
+    return "; config " + ", ".join(files)
 
 
 def _console(ctx: click.Context) -> Console:
@@ -344,18 +351,84 @@ def _username(environ: Any) -> str:
 
 @cli.group(name="config")
 def config_group() -> None:
-    """Inspect squarepeg's configuration."""
+    """Inspect squarepeg's configuration, and trust a project's config file."""
 
 
 @config_group.command(name="view")
 @click.option("--show-origin", is_flag=True, help="Say which file and line set each value.")
 @_many("--config", metavar="FILE", help="Read this config file too, as `run --config` does.")
 def config_view(show_origin: bool, config: tuple[str, ...]) -> int:
-    """Print the merged configuration as YAML."""
+    """Print the merged configuration as YAML, after the files it came from.
+
+    A project file that is not trusted is listed, and left out of the merge."""
     from kubectl_squarepeg import config as config_module
 
-    merged = config_module.load(explicit=config)
+    merged = config_module.load(explicit=config, skip_untrusted=True)
     sys.stdout.write(config_module.view_text(merged, show_origin=show_origin))
+    return 0
+
+
+def _project_file_argument(file: str | None) -> str:
+    """FILE as given, or the project file `run` would find from the working directory."""
+    from pathlib import Path
+
+    from kubectl_squarepeg.config import PROJECT_FILE, find_project_file
+
+    if file is not None:
+        return file
+    found = find_project_file(Path.cwd())
+    if found is None:
+        raise UsageError(
+            f"no {PROJECT_FILE} in this directory or above it",
+            "give the file to trust: `kubectl squarepeg config trust FILE`",
+        )
+    return str(found)
+
+
+def _trust_store() -> Any:
+    from pathlib import Path
+
+    from kubectl_squarepeg import trust
+
+    return trust.Store.load(trust.user_config_dir(os.environ, Path.home()))
+
+
+@config_group.command(name="trust")
+@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@click.pass_context
+def config_trust(ctx: click.Context, file: str | None) -> int:
+    """Let `run` use FILE (default: the nearest .squarepeg.yaml) as it is now.
+
+    Records its path and SHA-256 in your config directory; if the file changes, it is
+    untrusted again. Read it first: it decides what runs with your credentials."""
+    from pathlib import Path
+
+    path = _project_file_argument(file)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise UsageError(
+            f"cannot read {path}: {exc.strerror or exc}", "give the path of a config file"
+        ) from None
+    store = _trust_store()
+    store.trust(path, data)
+    store.save()
+    _console(ctx).status(f"trusted {os.path.realpath(path)} as it is now")
+    return 0
+
+
+@config_group.command(name="untrust")
+@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@click.pass_context
+def config_untrust(ctx: click.Context, file: str | None) -> int:
+    """Stop trusting FILE (default: the nearest .squarepeg.yaml)."""
+    path = _project_file_argument(file)
+    store = _trust_store()
+    if store.untrust(path):
+        store.save()
+        _console(ctx).status(f"no longer trusted: {os.path.realpath(path)}")
+    else:
+        _console(ctx).status(f"{os.path.realpath(path)} was not trusted; nothing to do")
     return 0
 
 
@@ -395,7 +468,7 @@ def sweep(ctx: click.Context, /, **flags: Any) -> int:
             raise UsageError(f"invalid value {namespace!r} for --namespace", str(problem)) from None
     choice = ClusterFlags(setting("context"), setting("kubeconfig"), namespace)
     connection = connect(choice)
-    console.status(connection.banner())
+    console.status(connection.banner() + _config_files_note(merged.files))
     return orphan_sweep.sweep_now(
         connection,
         created_by_value(_username(os.environ)),

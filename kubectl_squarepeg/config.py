@@ -1,7 +1,8 @@
 """Configuration: the layers of configuration.md, loaded, interpolated, validated and merged.
 
 Owns where config files are looked for (built-in defaults, /etc, $XDG_CONFIG_HOME, the
-nearest .squarepeg.yaml, $SQUAREPEG_CONFIG, --config), reading each as one YAML mapping with
+nearest .squarepeg.yaml, used only once trusted (trust.py), $SQUAREPEG_CONFIG, --config),
+reading each as one YAML mapping with
 the safe loader, `${VAR}` / `${VAR:-default}` / `$$` interpolation of string values, the
 validation of every key (with the same parsers as the flags, file:line and a did-you-mean
 in every error), the merge of the layers, and where each merged value came from.
@@ -27,13 +28,14 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kubectl_squarepeg import values
 from kubectl_squarepeg.claims import deep_merge, describe, is_named_list, named_segment
 from kubectl_squarepeg.errors import ConfigError
+from kubectl_squarepeg.trust import Store, Verdict, refusal, user_config_dir
 from kubectl_squarepeg.values import ValueProblem
 
 SYSTEM_CONFIG = Path("/etc/squarepeg/config.yaml")
@@ -657,6 +659,8 @@ class Config:
     display: Mapping[str, Any] = field(default_factory=lambda: dict(_DEFAULT_DISPLAY))
     tree_origins: Mapping[OriginPath, Origin] = field(default_factory=dict)
     files: tuple[str, ...] = ()  # the files that were read, lowest layer first
+    # Every config file found, used or not, lowest layer first (for `config view`).
+    found: tuple[FoundFile, ...] = ()
 
     def _under(self, prefix: OriginPath) -> dict[OriginPath, Origin]:
         return {
@@ -784,6 +788,8 @@ def merge(layers: Sequence[_Layer]) -> Config:
 
 # --- the files -----------------------------------------------------------------------------
 
+PROJECT = "project"  # Source.why of the one layer that needs trust (trust.py)
+
 
 @dataclass(frozen=True)
 class Source:
@@ -792,6 +798,27 @@ class Source:
     path: str
     required: bool
     why: str  # how it was named, for the error when it is missing
+
+
+@dataclass(frozen=True)
+class FoundFile:
+    """A config file that exists, its layer, and (project files only) its trust."""
+
+    path: str
+    why: str
+    verdict: Verdict | None = None  # None: a layer that needs no trust
+
+    @property
+    def used(self) -> bool:
+        return self.verdict in (None, Verdict.TRUSTED)
+
+    def describe(self) -> str:
+        """`PATH (user)`, `PATH (project, trusted)`, `PATH (project, not trusted: not used)`."""
+        if self.verdict is None:
+            return f"{self.path} ({self.why})"
+        if self.used:
+            return f"{self.path} ({self.why}, {self.verdict.value})"
+        return f"{self.path} ({self.why}, {self.verdict.value}: not used)"
 
 
 def sources(
@@ -804,14 +831,11 @@ def sources(
 ) -> list[Source]:
     """The layers' files, lowest precedence first (configuration.md, Layers)."""
     found = [Source(str(system), False, "system")]
-    xdg = environ.get("XDG_CONFIG_HOME", "")
-    user_dir = Path(xdg) if os.path.isabs(xdg) else home / ".config"
-    found.append(Source(str(user_dir / "squarepeg" / "config.yaml"), False, "user"))
-    for directory in (cwd, *cwd.parents):
-        candidate = directory / PROJECT_FILE
-        if candidate.is_file():
-            found.append(Source(str(candidate), False, "project"))
-            break
+    user_dir = user_config_dir(environ, home)
+    found.append(Source(str(user_dir / "config.yaml"), False, "user"))
+    project = find_project_file(cwd)
+    if project is not None:
+        found.append(Source(str(project), False, PROJECT))
     for entry in environ.get(CONFIG_ENV, "").split(os.pathsep):
         if entry:
             found.append(Source(entry, True, f"${CONFIG_ENV}"))
@@ -819,6 +843,15 @@ def sources(
     # A file named twice is read once, at its highest place (its patches apply once).
     keyed = [(os.path.realpath(s.path), s) for s in found]
     return [s for i, (real, s) in enumerate(keyed) if all(real != r for r, _ in keyed[i + 1 :])]
+
+
+def find_project_file(cwd: Path) -> Path | None:
+    """The nearest `.squarepeg.yaml` in `cwd` or a directory above it."""
+    for directory in (cwd, *cwd.parents):
+        candidate = directory / PROJECT_FILE
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def read_source(source: Source) -> bytes | None:
@@ -850,26 +883,44 @@ def load(
     cwd: Path | None = None,
     home: Path | None = None,
     system: Path = SYSTEM_CONFIG,
+    skip_untrusted: bool = False,
 ) -> Config:
-    """Every layer, read, interpolated, validated and merged."""
+    """Every layer, read, interpolated, validated and merged.
+
+    A project file that is not trusted (trust.py), or changed since, is a ConfigError naming
+    it and `config trust`; with `skip_untrusted` (for `config view`) it is left out instead
+    and listed in `Config.found` with its verdict.
+    """
     environ = os.environ if environ is None else environ
+    home = home or Path.home()
     layers = []
+    found: list[FoundFile] = []
     for source in sources(
         explicit=explicit,
         environ=environ,
         cwd=cwd or Path.cwd(),
-        home=home or Path.home(),
+        home=home,
         system=system,
     ):
         data = read_source(source)
-        if data is not None:
+        if data is None:
+            continue
+        verdict = None
+        if source.why == PROJECT:
+            verdict = Store.load(user_config_dir(environ, home)).verdict(source.path, data)
+            if verdict is not Verdict.TRUSTED and not skip_untrusted:
+                raise refusal(source.path, verdict)
+        found.append(FoundFile(source.path, source.why, verdict))
+        if found[-1].used:
             layers.append(parse_file(data, source.path, environ))
-    return merge(layers)
+    return replace(merge(layers), found=tuple(found))
 
 
 def from_texts(texts: Iterable[tuple[str, str]], environ: Mapping[str, str]) -> Config:
     """A Config from (name, YAML text) pairs, lowest first, as if they were files."""
-    return merge([parse_file(text, name, environ) for name, text in texts])
+    pairs = list(texts)
+    merged = merge([parse_file(text, name, environ) for name, text in pairs])
+    return replace(merged, found=tuple(FoundFile(name, "text") for name, _ in pairs))
 
 
 def entry_name(path: OriginPath) -> str:
@@ -881,14 +932,22 @@ def entry_name(path: OriginPath) -> str:
 
 
 def view_text(config: Config, *, show_origin: bool = False) -> str:
-    """`config view`: the merged configuration as YAML; with `show_origin`, each value's
-    origin (FILE:LINE, or default) as a comment at the end of its line."""
+    """`config view`: the merged configuration as YAML, after comment lines naming every
+    config file found (with a project file's trust); with `show_origin`, each value's origin
+    (FILE:LINE, or default) as a comment at the end of its line."""
     from kubectl_squarepeg import yamlout
 
     def comment(path: OriginPath) -> str:
         return str(config.origin_of(*path) or DEFAULT)
 
-    return yamlout.dump(
+    header = "".join(
+        f"# {line}\n"
+        for line in (
+            "config files, lowest precedence first:" if config.found else "no config files",
+            *(f"  {found.describe()}" for found in config.found),
+        )
+    )
+    return header + yamlout.dump(
         config.display,
         comment=comment if show_origin else None,
         segment=lambda items, index: _canonical(list(items), index),

@@ -115,6 +115,13 @@ class Sandbox:
         path.write_text(text)
         return path
 
+    def write_trusted(self, relative: str, text: str) -> Path:
+        """A project file, written and then trusted with `config trust`, as its user would."""
+        path = self.write(relative, text)
+        trusted = self("config", "trust", str(path))
+        assert trusted.code == 0, trusted.stderr
+        return path
+
     def __call__(self, *args: str, env: Mapping[str, str | None] | None = None) -> Result:
         full_env = dict(self.env)
         for key, value in (env or {}).items():
@@ -536,7 +543,7 @@ def test_a_remembered_namespace_follows_kubeconfig_changes(sandbox: Sandbox) -> 
 
 
 def test_config_namespace_beats_the_context_but_not_n(sandbox: Sandbox) -> None:
-    sandbox.write("project/.squarepeg.yaml", "namespace: from-config\n")
+    sandbox.write_trusted("project/.squarepeg.yaml", "namespace: from-config\n")
     assert sandbox.dry("alpine").doc["metadata"]["namespace"] == "from-config"
     assert sandbox.dry("-n", "flag", "alpine").doc["metadata"]["namespace"] == "flag"
 
@@ -574,7 +581,7 @@ def test_an_explicit_context_that_does_not_exist_is_an_error(sandbox: Sandbox) -
 
 def test_layers_apply_in_order(sandbox: Sandbox) -> None:
     sandbox.write("xdg/squarepeg/config.yaml", "cpus: 1\nmemory: 1g\ngpus: 1\nhostname: user\n")
-    sandbox.write("project/.squarepeg.yaml", "memory: 2g\ngpus: 2\nhostname: project\n")
+    sandbox.write_trusted("project/.squarepeg.yaml", "memory: 2g\ngpus: 2\nhostname: project\n")
     env_files = [
         sandbox.write("e1.yaml", "gpus: 3\nhostname: env1\n"),
         sandbox.write("e2.yaml", "hostname: env2\nstop_timeout: 5\n"),
@@ -612,14 +619,45 @@ def test_user_layer_defaults_to_dot_config(sandbox: Sandbox) -> None:
     assert result.container["resources"]["limits"] == {"cpu": 2}
 
 
+def test_a_project_file_is_used_only_while_trusted(sandbox: Sandbox) -> None:
+    path = sandbox.write("project/.squarepeg.yaml", "privileged: true\n")
+    hint = f"read it, then run `kubectl squarepeg config trust {path}` to use it"
+    assert sandbox.dry("alpine").one_error().startswith(
+        f"the project config file {path} is not trusted; {hint}"
+    )
+    view = sandbox("config", "view")
+    assert view.code == 0 and "privileged" not in yaml.safe_load(view.stdout)
+    assert f"#   {path} (project, not trusted: not used)" in view.stdout.splitlines()
+    trusted = sandbox("config", "trust")  # the nearest project file, from the working dir
+    assert (trusted.code, trusted.lines) == (0, [f"squarepeg: trusted {path} as it is now"])
+    assert sandbox.dry("alpine").container["securityContext"] == {"privileged": True}
+    assert f"#   {path} (project, trusted)" in sandbox("config", "view").stdout.splitlines()
+    path.write_text("privileged: true\nhostname: changed\n")
+    assert sandbox.dry("alpine").one_error().startswith(
+        f"the project config file {path} changed since you trusted it; {hint}"
+    )
+    assert sandbox("config", "trust", str(path)).code == 0
+    assert sandbox.dry("alpine").doc["spec"]["hostname"] == "changed"
+    untrusted = sandbox("config", "untrust")
+    assert untrusted.lines == [f"squarepeg: no longer trusted: {path}"]
+    assert "is not trusted" in sandbox.dry("alpine").one_error()
+
+
+def test_trust_without_a_project_file_says_what_to_give(sandbox: Sandbox) -> None:
+    assert sandbox("config", "trust").one_error() == (
+        "no .squarepeg.yaml in this directory or above it; give the file to trust: "
+        "`kubectl squarepeg config trust FILE`"
+    )
+
+
 def test_the_nearest_project_file_wins(sandbox: Sandbox) -> None:
-    sandbox.write("project/.squarepeg.yaml", "cpus: 1\n")
-    sandbox.write("project/sub/.squarepeg.yaml", "cpus: 3\n")
+    sandbox.write_trusted("project/.squarepeg.yaml", "cpus: 1\n")
+    sandbox.write_trusted("project/sub/.squarepeg.yaml", "cpus: 3\n")
     assert sandbox.dry("alpine").container["resources"]["limits"] == {"cpu": 3}
 
 
 def test_interpolation_and_typed_keys(sandbox: Sandbox) -> None:
-    sandbox.write(
+    sandbox.write_trusted(
         "project/.squarepeg.yaml",
         "timeout: ${STARTUP:-300}\nworkdir: /w/${WHO}\nentrypoint: ${UNSET:-/bin/sh}\n"
         "env:\n  PRICE: $$5\n  USER_HOME: ${HOME}\n  ONCE: ${REF}\n  FALLBACK: ${EMPTY:-fb}\n",
@@ -641,7 +679,7 @@ def test_mappings_merge_lists_replace_null_resets(sandbox: Sandbox) -> None:
         "xdg/squarepeg/config.yaml",
         "env: {A: user, B: user}\ncap_add: [CHOWN]\ncpus: 1\nlabels: {team: a}\n",
     )
-    sandbox.write(
+    sandbox.write_trusted(
         "project/.squarepeg.yaml", "env: {B: project}\ncap_add: [NET_ADMIN]\ncpus: null\n"
     )
     container = sandbox.dry("alpine").container
@@ -651,7 +689,7 @@ def test_mappings_merge_lists_replace_null_resets(sandbox: Sandbox) -> None:
 
 
 def test_cleanup_false_keeps_and_rm_overrides_it(sandbox: Sandbox) -> None:
-    sandbox.write("project/.squarepeg.yaml", "cleanup: false\n")
+    sandbox.write_trusted("project/.squarepeg.yaml", "cleanup: false\n")
     assert sandbox.dry("alpine").doc["metadata"]["labels"]["squarepeg.io/keep"] == "true"
     assert "squarepeg.io/keep" not in sandbox.dry("--rm", "alpine").doc["metadata"]["labels"]
 
@@ -674,7 +712,7 @@ kubernetes:
 
 
 def test_passthrough_merges_and_claims_keep_explicit_flags(sandbox: Sandbox) -> None:
-    path = sandbox.write("project/.squarepeg.yaml", PASSTHROUGH)
+    path = sandbox.write_trusted("project/.squarepeg.yaml", PASSTHROUGH)
     result = sandbox.dry("-e", "A=flag", "alpine")
     doc = result.doc
     assert doc["metadata"]["labels"]["owner"] == "conf"
@@ -705,7 +743,7 @@ def test_passthrough_merges_and_claims_keep_explicit_flags(sandbox: Sandbox) -> 
 
 
 def test_passthrough_is_rehomed_in_job_mode(sandbox: Sandbox) -> None:
-    sandbox.write("project/.squarepeg.yaml", PASSTHROUGH)
+    sandbox.write_trusted("project/.squarepeg.yaml", PASSTHROUGH)
     doc = sandbox.dry("--mode", "job", "-h", "flag-host", "alpine").doc
     template = doc["spec"]["template"]
     assert template["metadata"]["labels"]["owner"] == "conf"
@@ -719,7 +757,7 @@ def test_passthrough_named_lists_merge_across_layers(sandbox: Sandbox) -> None:
         "xdg/squarepeg/config.yaml",
         "kubernetes:\n  spec:\n    containers:\n    - {name: side, image: busybox}\n",
     )
-    sandbox.write(
+    sandbox.write_trusted(
         "project/.squarepeg.yaml",
         "kubernetes:\n  spec:\n    containers:\n    - {name: side, args: [x]}\n",
     )
@@ -732,7 +770,7 @@ def test_patches_concatenate_and_apply_to_the_final_resource(sandbox: Sandbox) -
         "xdg/squarepeg/config.yaml",
         "kubernetes:\n  patches:\n  - {op: add, path: /metadata/annotations, value: {a: user}}\n",
     )
-    sandbox.write(
+    sandbox.write_trusted(
         "project/.squarepeg.yaml",
         "kubernetes:\n  patches:\n"
         "  - {op: add, path: /metadata/annotations/b, value: project}\n"
@@ -744,7 +782,7 @@ def test_patches_concatenate_and_apply_to_the_final_resource(sandbox: Sandbox) -
 
 
 def test_config_view_and_show_origin(sandbox: Sandbox) -> None:
-    project = sandbox.write("project/.squarepeg.yaml", "cpus: 0.5\nenv:\n  A: '1'\n")
+    project = sandbox.write_trusted("project/.squarepeg.yaml", "cpus: 0.5\nenv:\n  A: '1'\n")
     explicit = sandbox.write("x.yaml", "mode: job\n")
     view = sandbox("config", "view", "--config", str(explicit))
     assert view.code == 0 and view.stderr == ""
@@ -761,6 +799,11 @@ def test_config_view_and_show_origin(sandbox: Sandbox) -> None:
     }
     shown = sandbox("config", "view", "--show-origin", "--config", str(explicit)).stdout
     assert shown.splitlines()[:3] == [
+        "# config files, lowest precedence first:",
+        f"#   {project} (project, trusted)",
+        f"#   {explicit} (--config)",
+    ]
+    assert shown.splitlines()[3:6] == [
         f"mode: job  # {explicit}:1",
         "timeout: 300  # default",
         "cleanup: true  # default",
@@ -958,7 +1001,9 @@ BAD_CONFIG = [
     ("text", "message"), BAD_CONFIG, ids=[t.split(":")[0] for t, _ in BAD_CONFIG]
 )
 def test_bad_config_files(sandbox: Sandbox, text: str, message: str) -> None:
-    path = sandbox.write("project/.squarepeg.yaml", text.replace("{{", "{").replace("}}", "}"))
+    path = sandbox.write_trusted(
+        "project/.squarepeg.yaml", text.replace("{{", "{").replace("}}", "}")
+    )
     assert sandbox.dry("alpine").one_error().startswith(message.format(path=path))
     # The same file fails `config view` the same way (patches apply only to a manifest).
     if "patches" not in text:
@@ -1006,5 +1051,5 @@ def test_a_dry_run_never_imports_sh(sandbox: Sandbox) -> None:
     modules = imported_modules(sandbox, "run", "--dry-run", "alpine")
     assert "sh" not in modules and "asyncio" not in modules
     assert "yaml" not in modules  # no config file: PyYAML is not needed either
-    sandbox.write("project/.squarepeg.yaml", "cpus: 1\n")
+    sandbox.write_trusted("project/.squarepeg.yaml", "cpus: 1\n")
     assert "sh" not in imported_modules(sandbox, "run", "--dry-run", "alpine")
