@@ -59,6 +59,10 @@ RUN_SWITCHES = frozenset(
         "--tty",
         "-d",
         "--detach",
+        "--init",
+        "--oom-kill-disable",
+        "--no-healthcheck",
+        "--disable-content-trust",
         "--help",
     }
 )
@@ -141,7 +145,7 @@ _early_probe, _head_start = _speculative_start(sys.argv)
 import click  # noqa: E402  (after the probe has started, on purpose)
 from click.core import ParameterSource  # noqa: E402
 
-from kubectl_squarepeg import __version__  # noqa: E402
+from kubectl_squarepeg import __version__, dockerflags  # noqa: E402
 from kubectl_squarepeg.errors import (  # noqa: E402
     INTERRUPTED,
     RUNNER_FAILED,
@@ -156,51 +160,40 @@ def cli() -> None:
     """Run one container on a Kubernetes cluster, the way `docker run` does on a laptop."""
 
 
-# --- run: the docker flags squarepeg refuses ------------------------------------------------
-
-_PUBLISH = (
-    "a pod's ports are not published on your machine",
-    "leave it out, and reach the port with `kubectl port-forward pod/NAME PORT` while the pod "
-    "runs (--name NAME fixes the name)",
-)
-_NETWORK = (
-    "every pod is on the cluster's network",
-    "leave it out; to change a pod's networking (e.g. hostNetwork), set it under "
-    "`kubernetes.spec` in a config file",
-)
-_VOLUME = (
-    "a path on your machine cannot be mounted into a pod on the cluster",
-    "leave it out; add a volume and its volumeMount under `kubernetes.spec` in a config file, "
-    "or use --tmpfs PATH for scratch space",
-)
-_TERMINAL = (
-    "squarepeg streams the container's output but does not attach your terminal to it",
-    "leave it out; for an interactive shell use `kubectl run -it --rm NAME --image IMAGE -- sh`",
-)
-_DETACH = (
-    "squarepeg waits for the container and returns its exit code",
-    "leave it out; --keep leaves the pod behind, and `kubectl logs` reads it later",
-)
+# --- run: the docker flags squarepeg refuses (dockerflags.py is the table) ------------------
 
 
-def _refused_option(*names: str, reason: tuple[str, str], flag: bool = False) -> Callable[[F], F]:
-    """A docker flag with no meaning on a cluster: refused with why, and what to do instead."""
-    why, fix = reason
+def _refused_options(command: F) -> F:
+    """A hidden option for every docker flag squarepeg refuses: it fails with why, and what
+    to use instead, rather than a bare "No such option"."""
+    for flag in reversed(dockerflags.FLAGS):
+        if flag.status == "refused":
+            command = _refused_option(flag)(command)
+    return command
 
+
+def _refused_option(flag: dockerflags.DockerFlag) -> Callable[[F], F]:
     def refuse(ctx: click.Context, param: click.Parameter, value: Any) -> None:
         if value:
-            given = param.opts[0] if flag else f"{param.opts[0]} {value[0]}"
-            flags = "/".join(param.opts)
-            raise UsageError(f"{flags} cannot be used: {why} ({given})", fix)
+            given = param.opts[0] if not flag.takes_value else f"{param.opts[0]} {value[0]}"
+            raise UsageError(*dockerflags.refusal(flag, given))
 
     return click.option(
-        *names,
-        is_flag=flag,
-        multiple=not flag,
+        *flag.names,
+        is_flag=not flag.takes_value,
+        multiple=flag.takes_value,
         hidden=True,
         expose_value=False,
         callback=refuse,
     )
+
+
+def _restart(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None and value.strip().lower() != "no":
+        raise UsageError(
+            f"--restart {value} cannot be used: squarepeg runs the container once",
+            dockerflags.RESTART_NOTE.removeprefix("any other policy is refused: "),
+        )
 
 
 def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
@@ -255,14 +248,16 @@ def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
 @_many("--toleration", metavar="KEY[=VALUE]:EFFECT", help="Tolerate a node taint.")
 @_many("--image-pull-secret", metavar="NAME", help="Secret for pulling the image.")
 @click.option("--priority-class", metavar="NAME", help="PriorityClass of the pod.")
-@_refused_option("-p", "--publish", reason=_PUBLISH)
-@_refused_option("-P", "--publish-all", reason=_PUBLISH, flag=True)
-@_refused_option("--network", "--net", reason=_NETWORK)
-@_refused_option("-v", "--volume", reason=_VOLUME)
-@_refused_option("--mount", reason=_VOLUME)
-@_refused_option("-i", "--interactive", reason=_TERMINAL, flag=True)
-@_refused_option("-t", "--tty", reason=_TERMINAL, flag=True)
-@_refused_option("-d", "--detach", reason=_DETACH, flag=True)
+@click.option(
+    "--restart", metavar="no", expose_value=False, callback=_restart, help="Only `no`: one attempt."
+)
+@click.option(
+    "--no-healthcheck", is_flag=True, expose_value=False, help="Accepted: Kubernetes runs none."
+)
+@click.option(
+    "--disable-content-trust", is_flag=True, expose_value=False, help="Accepted: a no-op."
+)
+@_refused_options
 @click.argument("image")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
@@ -526,6 +521,10 @@ def completion(shell: str) -> int:
 
 
 def _usage_line(exc: click.ClickException) -> str:
+    if isinstance(exc, click.NoSuchOption) and exc.possibilities:
+        # "Did you mean" offers only what works: never a flag squarepeg refuses.
+        offered = [p for p in exc.possibilities if p not in dockerflags.REFUSED_NAMES]
+        exc = click.NoSuchOption(exc.option_name, possibilities=offered, ctx=exc.ctx)
     message = " ".join(exc.format_message().split()).removesuffix(".")
     ctx = getattr(exc, "ctx", None)
     command = ctx.command_path if ctx is not None else PROG_NAME

@@ -1042,6 +1042,7 @@ def test_help_and_version_load_only_click(sandbox: Sandbox) -> None:
         assert ours <= {
             "kubectl_squarepeg.cli",
             "kubectl_squarepeg.console",
+            "kubectl_squarepeg.dockerflags",
             "kubectl_squarepeg.errors",
         }
         assert not {"yaml", "sh", "jsonpatch"} & imported_modules(sandbox, *args)
