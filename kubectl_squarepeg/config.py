@@ -108,7 +108,7 @@ KEYS: dict[str, _Key] = {
         "scalar", "a whole number of seconds", values.parse_nonnegative_int
     ),
     "job_ttl_seconds_after_finished": _Key(
-        "scalar", "a whole number of seconds", values.parse_nonnegative_int
+        "scalar", "a whole number of seconds", values.parse_int32
     ),
     "quiet": _Key("bool", "true or false"),
     "env": _Key("map", _PAIR_FORM),
@@ -117,17 +117,17 @@ KEYS: dict[str, _Key] = {
     "annotations": _Key("map", _PAIR_FORM),
     "workdir": _Key("scalar", "an absolute path like /app", values.parse_workdir),
     "user": _Key("scalar", "UID or UID:GID, like 1000:1000", values.parse_user),
-    "entrypoint": _Key("scalar", "a program, like /bin/sh", values.parse_nonempty),
+    "entrypoint": _Key("scalar", "a program, like /bin/sh", values.parse_entrypoint),
     "cpus": _Key("scalar", "a number of CPUs like 0.5", values.parse_cpus),
     "memory": _Key("scalar", "a size like 512m or 1g", values.parse_memory),
     "gpus": _Key("scalar", "a GPU count like 1", values.parse_gpus),
     "pull": _Key("scalar", "always, missing or never", values.parse_pull),
-    "platform": _Key("scalar", "OS/ARCH like linux/amd64", values.parse_platform),
+    "platform": _Key("scalar", "OS[/ARCH[/VARIANT]] like linux/amd64", values.parse_platform),
     "privileged": _Key("bool", "true or false"),
     "cap_add": _Key("list", "a list of capabilities like [NET_ADMIN]", values.parse_capability),
     "cap_drop": _Key("list", "a list of capabilities like [ALL]", values.parse_capability),
     "read_only": _Key("bool", "true or false"),
-    "tmpfs": _Key("list", "a list of PATH[:size=SIZE] strings", values.parse_tmpfs),
+    "tmpfs": _Key("list", "a list of PATH[:OPTIONS] like /run:size=64m", values.parse_tmpfs),
     "shm_size": _Key("scalar", "a size like 64m", values.parse_size),
     "hostname": _Key("scalar", "a host name like worker-1", values.validate_name),
     "add_host": _Key("list", "a list of HOST:IP strings", values.parse_add_host),

@@ -396,6 +396,7 @@ def test_every_flag_run_is_quiet_and_complete(every_flag: Result) -> None:
         "priorityClassName",
         "hostAliases",
         "dnsConfig",
+        "dnsPolicy",
         "nodeSelector",
         "tolerations",
         "imagePullSecrets",
@@ -622,8 +623,10 @@ def test_user_layer_defaults_to_dot_config(sandbox: Sandbox) -> None:
 def test_a_project_file_is_used_only_while_trusted(sandbox: Sandbox) -> None:
     path = sandbox.write("project/.squarepeg.yaml", "privileged: true\n")
     hint = f"read it, then run `kubectl squarepeg config trust {path}` to use it"
-    assert sandbox.dry("alpine").one_error().startswith(
-        f"the project config file {path} is not trusted; {hint}"
+    assert (
+        sandbox.dry("alpine")
+        .one_error()
+        .startswith(f"the project config file {path} is not trusted; {hint}")
     )
     view = sandbox("config", "view")
     assert view.code == 0 and "privileged" not in yaml.safe_load(view.stdout)
@@ -633,8 +636,10 @@ def test_a_project_file_is_used_only_while_trusted(sandbox: Sandbox) -> None:
     assert sandbox.dry("alpine").container["securityContext"] == {"privileged": True}
     assert f"#   {path} (project, trusted)" in sandbox("config", "view").stdout.splitlines()
     path.write_text("privileged: true\nhostname: changed\n")
-    assert sandbox.dry("alpine").one_error().startswith(
-        f"the project config file {path} changed since you trusted it; {hint}"
+    assert (
+        sandbox.dry("alpine")
+        .one_error()
+        .startswith(f"the project config file {path} changed since you trusted it; {hint}")
     )
     assert sandbox("config", "trust", str(path)).code == 0
     assert sandbox.dry("alpine").doc["spec"]["hostname"] == "changed"
@@ -697,7 +702,7 @@ def test_cleanup_false_keeps_and_rm_overrides_it(sandbox: Sandbox) -> None:
 PASSTHROUGH = """\
 kubernetes:
   metadata:
-    labels: {owner: conf, squarepeg.io/keep: "true"}
+    labels: {owner: conf}
   spec:
     hostname: conf-host
     containers:
@@ -729,9 +734,6 @@ def test_passthrough_merges_and_claims_keep_explicit_flags(sandbox: Sandbox) -> 
         {"name": "side", "image": "busybox"},
     ]
     assert result.lines == [
-        f'squarepeg: warning: ignored config kubernetes.metadata.labels["squarepeg.io/keep"] '
-        f"({path}:3): it would change /metadata/labels/squarepeg.io~1keep, which squarepeg "
-        "always sets itself",
         f"squarepeg: warning: ignored config kubernetes.spec.containers[name=main].image "
         f"({path}:8): it would change /spec/containers/[name=main]/image, which IMAGE set on "
         "the command line",
@@ -740,6 +742,39 @@ def test_passthrough_merges_and_claims_keep_explicit_flags(sandbox: Sandbox) -> 
         "which --env set on the command line",
     ]
     assert sandbox.dry("-q", "-e", "A=flag", "alpine").lines == result.lines  # warnings stay
+
+
+CONTRACT = [
+    ("kubernetes:\n  spec:\n    restartPolicy: Always\n", 3, "/spec/restartPolicy", ()),
+    (
+        "kubernetes:\n  metadata:\n    labels: {squarepeg.io/keep: 'true'}\n",
+        3,
+        "/metadata/labels/squarepeg.io~1keep",
+        (),
+    ),
+    (
+        "kubernetes:\n  spec:\n    containers:\n    - {name: main, image: x}\n"
+        "  patches:\n  - {op: replace, path: /spec/containers/0/name, value: other}\n",
+        6,
+        "/spec/containers/[name=main]/name",
+        (),
+    ),
+    (
+        "kubernetes:\n  patches:\n  - {op: replace, path: /spec/backoffLimit, value: 3}\n",
+        3,
+        "/spec/backoffLimit",
+        ("--mode", "job"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "line", "field", "args"), CONTRACT, ids=lambda v: str(v)[:20])
+def test_config_that_breaks_the_runs_contract_is_refused_with_file_and_line(
+    sandbox: Sandbox, text: str, line: int, field: str, args: tuple[str, ...]
+) -> None:
+    path = sandbox.write_trusted("project/.squarepeg.yaml", text)
+    error = sandbox.dry(*args, "alpine").one_error()
+    assert f"({path}:{line}) would change {field}, which squarepeg's run depends on" in error
 
 
 def test_passthrough_is_rehomed_in_job_mode(sandbox: Sandbox) -> None:
@@ -774,11 +809,11 @@ def test_patches_concatenate_and_apply_to_the_final_resource(sandbox: Sandbox) -
         "project/.squarepeg.yaml",
         "kubernetes:\n  patches:\n"
         "  - {op: add, path: /metadata/annotations/b, value: project}\n"
-        "  - {op: replace, path: /spec/backoffLimit, value: 3}\n",
+        "  - {op: add, path: /spec/activeDeadlineSeconds, value: 3}\n",
     )
     job = sandbox.dry("--mode", "job", "alpine").doc
     assert job["metadata"]["annotations"] == {"a": "user", "b": "project"}
-    assert job["spec"]["backoffLimit"] == 3
+    assert job["spec"]["activeDeadlineSeconds"] == 3
 
 
 def test_config_view_and_show_origin(sandbox: Sandbox) -> None:
@@ -853,8 +888,9 @@ BAD_FLAGS = [
     ),
     (["--mode", "deamon", "alpine"], "invalid value 'deamon' for --mode; use pod or job"),
     (
-        ["--platform", "linux", "alpine"],
-        "invalid value 'linux' for --platform; use OS/ARCH, like linux/amd64 or linux/arm64",
+        ["--platform", "linux/", "alpine"],
+        "invalid value 'linux/' for --platform; use OS[/ARCH[/VARIANT]], like linux/amd64 or "
+        "linux/arm64/v8",
     ),
     (
         ["--toleration", "gpu", "alpine"],
@@ -1054,3 +1090,95 @@ def test_a_dry_run_never_imports_sh(sandbox: Sandbox) -> None:
     assert "yaml" not in modules  # no config file: PyYAML is not needed either
     sandbox.write_trusted("project/.squarepeg.yaml", "cpus: 1\n")
     assert "sh" not in imported_modules(sandbox, "run", "--dry-run", "alpine")
+
+
+# --- docker's meanings -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "localhost:5000/team/sub/app:v1",
+        "ghcr.io/org/app@sha256:" + "a" * 64,
+        "registry.example.com:5000/foo/bar:tag@sha256:" + "b" * 64,
+    ],
+)
+def test_docker_image_references_pass(sandbox: Sandbox, image: str) -> None:
+    assert sandbox.dry(image).container["image"] == image
+
+
+@pytest.mark.parametrize(
+    ("image", "message"),
+    [
+        ("Alpine", "invalid IMAGE 'Alpine'; docker calls this an invalid reference format: the "
+         "repository name (Alpine) must be lowercase; use alpine"),
+        ("alpine:", "invalid IMAGE 'alpine:'; docker calls this an invalid reference format; "
+         "docker's form is [REGISTRY[:PORT]/]REPOSITORY[:TAG][@DIGEST]"),
+        ("alpine@sha256:abc", "invalid IMAGE 'alpine@sha256:abc'; docker calls this an invalid "
+         "reference format: a digest is ALGORITHM:HEX"),
+    ],
+)  # fmt: skip
+def test_docker_invalid_image_references_exit_125(
+    sandbox: Sandbox, image: str, message: str
+) -> None:
+    assert sandbox.dry(image).one_error().startswith(message)
+
+
+def test_zero_sizes_round_to_nothing_and_zero_limits_clear_config(sandbox: Sandbox) -> None:
+    assert (
+        sandbox.dry("--shm-size", "0.1b", "alpine")
+        .one_error()
+        .startswith("invalid value '0.1b' for --shm-size; 0.1b is less than one byte")
+    )
+    sandbox.write("xdg/squarepeg/config.yaml", "memory: 1g\ncpus: 2\n")
+    assert sandbox.dry("alpine").container["resources"]["limits"] == {"cpu": 2, "memory": "1Gi"}
+    assert "resources" not in sandbox.dry("-m", "0", "--cpus", "0", "alpine").container
+    assert sandbox.dry("-m", "0", "alpine").container["resources"]["limits"] == {"cpu": 2}
+
+
+def test_dockers_documented_tmpfs_example_works_with_one_warning(sandbox: Sandbox) -> None:
+    result = sandbox.dry("--tmpfs", "/run:rw,noexec,nosuid,size=65536k", "alpine")
+    assert result.container["volumeMounts"] == [{"name": "tmpfs-1", "mountPath": "/run"}]
+    assert result.doc["spec"]["volumes"][0]["emptyDir"] == {
+        "medium": "Memory",
+        "sizeLimit": "65536Ki",
+    }
+    assert result.lines == [
+        "squarepeg: warning: --tmpfs /run: noexec, nosuid cannot be set on a Kubernetes "
+        "emptyDir and are ignored (it is mounted with the container runtime's defaults)"
+    ]
+
+
+def test_platform_takes_dockers_variant_form(sandbox: Sandbox) -> None:
+    assert sandbox.dry("--platform", "linux/arm64/v8", "alpine").doc["spec"]["nodeSelector"] == {
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "arm64",
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--platform", "linux/arm64", "--node-selector", "kubernetes.io/arch=amd64"],
+         "--platform and --node-selector kubernetes.io/arch=... both set the node selector "
+         "kubernetes.io/arch; give one of them"),
+        (["--shm-size", "1g", "--tmpfs", "/dev/shm/"],
+         "--shm-size and a tmpfs at /dev/shm both mount /dev/shm"),
+        (["--tmpfs", "/run", "--tmpfs", "//run:size=1m"], "--tmpfs /run is given twice"),
+        (["-u", "2147483648"], "invalid value '2147483648' for --user; Kubernetes stores user and "
+         "group IDs up to 2147483647"),
+        (["--stop-timeout", "9223372036854775808"],
+         "invalid value '9223372036854775808' for --stop-timeout; Kubernetes stores at most"),
+    ],
+)  # fmt: skip
+def test_two_flags_for_one_field_and_unstorable_values_are_refused(
+    sandbox: Sandbox, args: list[str], message: str
+) -> None:
+    assert sandbox.dry(*args, "alpine").one_error().startswith(message)
+
+
+def test_entrypoint_empty_resets_and_dns_replaces_the_clusters(sandbox: Sandbox) -> None:
+    result = sandbox.dry("--entrypoint", "", "--dns", "1.1.1.1", "alpine", "sh", "-c", "true")
+    assert result.container["command"] == ["sh", "-c", "true"]
+    assert "args" not in result.container
+    assert result.doc["spec"]["dnsPolicy"] == "None"
