@@ -509,8 +509,7 @@ def test_help_and_version_exit_0_on_stdout(sandbox: Sandbox) -> None:
         (["--context", "other"], {}, "team-b"),
         (["--context", "bare"], {}, "default"),  # a context without a namespace
         (["--context", "other", "-n", "mine"], {}, "mine"),
-        ([], {"KUBECONFIG": "/nonexistent/kubeconfig"}, "default"),
-        (["--kubeconfig", "/nonexistent/kubeconfig"], {}, "default"),
+        ([], {"KUBECONFIG": None}, "default"),  # no ~/.kube/config in the sandbox either
     ],
 )
 def test_namespace_resolution(
@@ -518,6 +517,24 @@ def test_namespace_resolution(
 ) -> None:
     result = sandbox.dry(*args, "alpine", env=env)
     assert result.doc["metadata"]["namespace"] == namespace
+
+
+@pytest.mark.parametrize("args", [["--dry-run"], ["--dry-run", "-n", "ns"], []])
+def test_a_kubeconfig_that_does_not_exist_is_an_error(sandbox: Sandbox, args: list[str]) -> None:
+    flag = sandbox("run", *args, "--kubeconfig", "/nonexistent/kc", "alpine").one_error()
+    assert flag == (
+        "the kubeconfig file /nonexistent/kc does not exist (--kubeconfig); check the path, or "
+        "leave --kubeconfig out to use $KUBECONFIG or ~/.kube/config"
+    )
+    listed = f"/nonexistent/a{os.pathsep}/nonexistent/b"
+    env = sandbox("run", *args, "alpine", env={"KUBECONFIG": listed}).one_error()
+    assert env == (
+        f"KUBECONFIG names no file that exists ({listed}); fix KUBECONFIG, or unset it to use "
+        "~/.kube/config"
+    )
+    # One existing file in the list is enough, as for kubectl.
+    both = f"/nonexistent/a{os.pathsep}{sandbox.kubeconfig}"
+    assert sandbox.dry("alpine", env={"KUBECONFIG": both}).doc["metadata"]["namespace"] == "team-a"
 
 
 def test_kubeconfig_flag_picks_the_file(sandbox: Sandbox) -> None:
@@ -563,7 +580,7 @@ def test_in_cluster_namespace_file_is_the_fallback(sandbox: Sandbox) -> None:
     account = sandbox.root / "serviceaccount"
     account.mkdir()
     (account / "namespace").write_text("pod-ns\n")
-    env = {"KUBECONFIG": "/nonexistent/kubeconfig", "SQUAREPEG_SERVICEACCOUNT_DIR": str(account)}
+    env = {"KUBECONFIG": None, "SQUAREPEG_SERVICEACCOUNT_DIR": str(account)}
     assert sandbox.dry("alpine", env=env).doc["metadata"]["namespace"] == "pod-ns"
     assert sandbox.dry("-n", "mine", "alpine", env=env).doc["metadata"]["namespace"] == "mine"
 
@@ -573,7 +590,7 @@ def test_an_explicit_context_that_does_not_exist_is_an_error(sandbox: Sandbox) -
         "--context nope does not exist in the kubeconfig (contexts: bare, ctx, other); pass one "
         "of the names `kubectl config get-contexts` lists"
     )
-    missing = sandbox.dry("--context", "nope", "alpine", env={"KUBECONFIG": "/nonexistent/kc"})
+    missing = sandbox.dry("--context", "nope", "alpine", env={"KUBECONFIG": None})
     assert missing.one_error().startswith("--context nope does not exist in the kubeconfig")
 
 
