@@ -47,6 +47,12 @@ _NULL_TAG = "tag:yaml.org,2002:null"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 _MAP_TAG = "tag:yaml.org,2002:map"
+# YAML's own scalar tags, which the safe loader resolves plain values to; any other tag
+# (`!Ref`, `!!python/...`) belongs to some other tool and is an error naming it.
+_SCALAR_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}"
+    for name in ("str", "int", "float", "bool", "null", "timestamp", "binary", "merge", "value")
+)
 OriginPath = tuple[str, ...]
 
 
@@ -267,6 +273,16 @@ class _Reader:
             try:
                 root = self._loader.get_single_node()
                 return None if root is None else self._node(root)
+            except yaml.composer.ComposerError as exc:
+                if exc.context != "expected a single document in the stream":
+                    raise
+                line = exc.problem_mark.line + 1 if exc.problem_mark is not None else 1
+                raise ConfigError(
+                    f"{self.source} holds more than one YAML document (another starts at "
+                    f"{_where(self.source, line)})",
+                    "a config file is one mapping: remove that `---` line and merge the "
+                    "documents (configuration layers are separate files)",
+                ) from None
             except yaml.MarkedYAMLError as exc:
                 mark = exc.problem_mark or exc.context_mark
                 line = mark.line + 1 if mark is not None else 1
@@ -293,10 +309,7 @@ class _Reader:
         if isinstance(node, self._yaml.ScalarNode):
             return self._scalar(node, line)
         if node.tag not in (_SEQ_TAG, _MAP_TAG):  # e.g. !!python/object/apply
-            raise ConfigError(
-                f"invalid YAML: the tag {node.tag!r} is not allowed ({_where(self.source, line)})",
-                "remove the tag: a config file holds plain mappings, lists and values",
-            )
+            raise self._tag_refused(node.tag, line)
         self._active.add(id(node))
         try:
             if isinstance(node, self._yaml.SequenceNode):
@@ -304,6 +317,14 @@ class _Reader:
             return _Node(self._mapping(node), line)
         finally:
             self._active.discard(id(node))
+
+    def _tag_refused(self, tag: str, line: int) -> ConfigError:
+        shown = tag.replace("tag:yaml.org,2002:", "!!")
+        return ConfigError(
+            f"the YAML tag {shown} is not allowed in a config file ({_where(self.source, line)})",
+            "remove the tag: squarepeg reads plain mappings, lists and values (a custom tag "
+            "like !Ref belongs to another tool's files)",
+        )
 
     def _mapping(self, node: Any) -> dict[str, _Node]:
         seen: dict[str, int] = {}
@@ -334,6 +355,8 @@ class _Reader:
         return result
 
     def _scalar(self, node: Any, line: int) -> _Node:
+        if node.tag not in _SCALAR_TAGS:
+            raise self._tag_refused(node.tag, line)
         if node.tag != _STR_TAG:
             value = self._loader.construct_object(node)
             if not isinstance(value, (int, float, bool, type(None))):

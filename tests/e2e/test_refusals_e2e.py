@@ -32,3 +32,28 @@ def test_an_untrusted_project_file_creates_nothing_until_trusted(
     changed = squarepeg("run", "alpine", "sh", "-c", "echo $GREETING")
     assert changed.code == 125 and changed.has_line("changed since you trusted it")
     assert names(kubesim, namespace) == []
+
+
+def test_a_passthrough_restart_policy_is_refused_with_file_and_line_creating_nothing(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str
+) -> None:
+    config = squarepeg.home / "contract.yaml"
+    config.write_text("kubernetes:\n  spec:\n    restartPolicy: Always\n")
+    refused = squarepeg("run", "--config", str(config), "alpine", "true")
+    assert refused.code == 125
+    assert refused.lines == [
+        f"squarepeg: error: config kubernetes.spec.restartPolicy ({config}:3) would change "
+        "/spec/restartPolicy, which squarepeg's run depends on; remove it; squarepeg sets "
+        "restartPolicy Never, a Job's backoffLimit 0, the name and squarepeg labels, and the "
+        "container `main` itself"
+    ]
+    assert names(kubesim, namespace) == []
+
+
+def test_a_refused_docker_flag_or_image_creates_nothing(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str
+) -> None:
+    for args in (["--cpu-shares", "2", "alpine"], ["Alpine"], ["--tmpfs", "/run:bogus", "alpine"]):
+        done = squarepeg("run", *args, "true")
+        assert done.code == 125 and len(done.lines) == 1, done.lines
+    assert names(kubesim, namespace) == []

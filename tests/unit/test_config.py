@@ -211,7 +211,16 @@ def test_defaults_and_an_empty_file() -> None:
             "invalid YAML: mapping values are not allowed in this context (a.yaml:2)",
         ),
         ("env: [a\n", "invalid YAML:"),
-        ("cpus: 1\n---\ncpus: 2\n", "(a.yaml:2)"),
+        (
+            "cpus: 1\n---\ncpus: 2\n",
+            "a.yaml holds more than one YAML document (another starts at a.yaml:2); a config "
+            "file is one mapping: remove that `---` line",
+        ),
+        (
+            "cpus: 1\nx: !Ref foo\n",
+            "the YAML tag !Ref is not allowed in a config file (a.yaml:2); remove the tag",
+        ),
+        ("labels: !custom {a: b}\n", "the YAML tag !custom is not allowed in a config file"),
         (
             "- cpus\n",
             "a config file must be a YAML mapping (a.yaml:1); write keys like `cpus: 0.5`",
@@ -225,6 +234,11 @@ def test_defaults_and_an_empty_file() -> None:
 )
 def test_unreadable_yaml_names_the_file_and_line(text: str, message: str) -> None:
     assert message in error(text)
+
+
+def test_yamls_own_tags_are_plain_values() -> None:
+    merged = load("cpus: !!str 1\nenv: !!map {A: b}\n")
+    assert (merged.values["cpus"], merged.values["env"]) == ("1", {"A": "b"})
 
 
 def test_yaml_syntax_error_says_how_to_fix() -> None:
