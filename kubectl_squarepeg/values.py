@@ -321,6 +321,7 @@ def parse_user(text: str) -> tuple[int, int | None]:
 _DURATION_PART = r"(\d+(?:\.\d+)?)(ms|h|m|s)"
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 _DURATION_HINT = "give seconds like 300, or a duration like 90s, 5m or 1h30m"
+MAX_DURATION = 365 * 86400.0  # beyond it a wait overflows the platform's timeout (or is inf)
 
 
 def parse_duration_seconds(text: str) -> float:
@@ -337,6 +338,8 @@ def parse_duration_seconds(text: str) -> float:
         seconds = sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
     if seconds <= 0:
         raise ValueProblem(f"a duration must be more than 0; {_DURATION_HINT}")
+    if seconds > MAX_DURATION:
+        raise ValueProblem(f"a duration is at most 365 days; {_DURATION_HINT}")
     return seconds
 
 
