@@ -107,3 +107,11 @@ def test_accepted_no_ops_parse(args: list[str]) -> None:
 def test_a_restart_policy_other_than_no_is_refused() -> None:
     with pytest.raises(UsageError, match="--restart always cannot be used"):
         cli.run.make_context("run", ["--restart", "always", "alpine"])
+
+
+def test_completion_offers_no_refused_flag() -> None:
+    from kubectl_squarepeg.completion import complete_words
+
+    offered = {c.value for c in complete_words(cli.cli, ["run", "--"]).candidates}
+    assert offered and not offered & dockerflags.REFUSED_NAMES
+    assert {"--restart", "--no-healthcheck", "--platform", "--tmpfs"} <= offered
