@@ -100,6 +100,14 @@ RESERVED_LABEL_HINT = (
 )
 
 
+def quoted(text: str, limit: int = 60) -> str:
+    """A value as an error line quotes it: repr, and a long one cut short (saying how long
+    it was), so that one bad value of 5,000 characters is still one readable line."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[: limit - 20]!r}... ({len(text)} characters)"
+
+
 # --- key=value forms ----------------------------------------------------------------------
 
 
@@ -153,6 +161,17 @@ def parse_env_file_text(text: str) -> list[tuple[str, str] | str]:
 
 # --- quantities ---------------------------------------------------------------------------
 
+# No number a Kubernetes field takes is longer (int64 has 19 digits), and Python refuses
+# to turn an int of more than 4,300 digits into text: longer ones are refused up front.
+MAX_NUMBER_CHARS = 24
+
+
+def _bounded(text: str) -> str:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise ValueProblem(f"a number of {len(text)} characters is out of range; give a small one")
+    return text
+
+
 _DECIMAL = r"\d+(\.\d+)?|\.\d+"
 _MILLICORES = r"(\d+)m"
 _CPUS_HINT = "give a number of CPUs like 0.5, 2 or 1.25 (or millicores like 500m)"
@@ -162,7 +181,7 @@ def parse_cpus(text: str) -> str | None:
     """docker's decimal CPU count as a Kubernetes quantity: `0.5` -> `500m`, `2` -> `2`.
 
     `0` is no limit (None), as in docker, which also clears a value a config file set."""
-    text = text.strip()
+    text = _bounded(text.strip())
     if _is_zero(text):
         return None
     if match := re.fullmatch(_MILLICORES, text):
@@ -192,7 +211,7 @@ def parse_size(text: str) -> str:
     docker's units are binary: `512m` is 512 MiB, so it becomes `512Mi`. A whole number
     keeps its unit; a fraction is expressed in the largest unit that makes it whole.
     """
-    match = re.fullmatch(_SIZE, text.strip())
+    match = re.fullmatch(_SIZE, _bounded(text.strip()))
     if not match:
         raise ValueProblem(_SIZE_HINT)
     number, unit = Decimal(match[1]), (match[2] or "").lower()
@@ -225,13 +244,13 @@ def _is_zero(text: str) -> bool:
 
 def parse_gpus(text: str) -> int:
     """A GPU count (`2`, or docker's `count=2`); 0 asks for none."""
-    value = text.strip().removeprefix("count=")
+    value = _bounded(text.strip().removeprefix("count="))
     if value == "all":
         raise ValueProblem(
             "Kubernetes schedules GPUs by count and cannot ask for all of a node's GPUs; "
             "give a number like 1 (`kubectl describe node` shows how many a node has)"
         )
-    if not value.isascii() or not value.isdigit():
+    if not (value.isascii() and value.isdigit()):
         raise ValueProblem("give a GPU count like 1 or 2")
     if int(value) > MAX_INT64:
         raise ValueProblem(f"Kubernetes counts at most {MAX_INT64}; give a GPU count like 1")
@@ -304,7 +323,7 @@ _USER = r"(\d+)(?::(\d+))?"
 
 def parse_user(text: str) -> tuple[int, int | None]:
     """Numeric `UID[:GID]`; Kubernetes cannot look a user name up in the image."""
-    match = re.fullmatch(_USER, text.strip())
+    match = re.fullmatch(_USER, _bounded(text.strip()), re.ASCII)
     if not match:
         raise ValueProblem(
             "Kubernetes needs numeric IDs: use UID or UID:GID like 1000 or 1000:1000 "
@@ -326,7 +345,7 @@ MAX_DURATION = 365 * 86400.0  # beyond it a wait overflows the platform's timeou
 
 def parse_duration_seconds(text: str) -> float:
     """Seconds (`300`) or a Go-style duration (`90s`, `5m`, `1h30m`); more than zero."""
-    text = text.strip()
+    text = _bounded(text.strip())
     if text.startswith("-"):
         raise ValueProblem(f"a duration cannot be negative; {_DURATION_HINT}")
     if re.fullmatch(_DECIMAL, text):
@@ -345,10 +364,10 @@ def parse_duration_seconds(text: str) -> float:
 
 def parse_nonnegative_int(text: str, limit: int = MAX_INT64) -> int:
     """A whole number from 0 to `limit` (what the Kubernetes field can store)."""
-    text = text.strip()
+    text = _bounded(text.strip())
     if re.fullmatch(r"-\d+", text):
         raise ValueProblem("it cannot be negative; give a whole number like 30 (0 is allowed)")
-    if not text.isascii() or not text.isdigit():
+    if not (text.isascii() and text.isdigit()):
         raise ValueProblem("give a whole number like 30 (0 is allowed)")
     if int(text) > limit:
         raise ValueProblem(f"Kubernetes stores at most {limit} here; give a smaller number")

@@ -151,7 +151,7 @@ BAD: list[tuple[Callable[[str], Any], str, str]] = [
     (values.parse_user, "app:1000", "Kubernetes needs numeric IDs"),
     (values.parse_duration_seconds, "-5", "a duration cannot be negative"),
     (values.parse_duration_seconds, "0", "a duration must be more than 0"),
-    (values.parse_duration_seconds, "9" * 400, "a duration is at most 365 days"),
+    (values.parse_duration_seconds, "9" * 20, "a duration is at most 365 days"),
     (values.parse_duration_seconds, "9999999h", "a duration is at most 365 days"),
     (values.parse_duration_seconds, "5 minutes", "give seconds like 300, or a duration like 90s"),
     (values.parse_duration_seconds, "5d", "give seconds like 300"),
