@@ -1,7 +1,8 @@
 """Configuration: the layers of configuration.md, loaded, interpolated, validated and merged.
 
 Owns where config files are looked for (built-in defaults, /etc, $XDG_CONFIG_HOME, the
-nearest .squarepeg.yaml, $SQUAREPEG_CONFIG, --config), reading each as one YAML mapping with
+nearest .squarepeg.yaml, used only once trusted (trust.py), $SQUAREPEG_CONFIG, --config),
+reading each as one YAML mapping with
 the safe loader, `${VAR}` / `${VAR:-default}` / `$$` interpolation of string values, the
 validation of every key (with the same parsers as the flags, file:line and a did-you-mean
 in every error), the merge of the layers, and where each merged value came from.
@@ -20,6 +21,12 @@ Decisions the spec left open, also in the README:
 - `env: {NAME: null}` (or `- NAME` in list form) takes the local value, like `-e NAME`.
 - A list key also takes a single string (`env_file: .env`).
 - Duplicate keys in one mapping are an error (YAML libraries differ on which one wins).
+- A config file may come from a repository just cloned, so reading one is bounded: at most
+  MAX_FILE_BYTES are read, values nest at most MAX_DEPTH deep, and the file holds at most
+  MAX_VALUES values and MAX_TEXT_CHARS characters of text once its aliases are expanded
+  (each `*alias` counts the whole value it stands for). A file past a limit is one error
+  line, within a second, instead of minutes of CPU or gigabytes of memory ("billion
+  laughs"). A real config file is a few hundred bytes; the limits are far above that.
 """
 
 from __future__ import annotations
@@ -27,24 +34,37 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kubectl_squarepeg import values
 from kubectl_squarepeg.claims import deep_merge, describe, is_named_list, named_segment
 from kubectl_squarepeg.errors import ConfigError
+from kubectl_squarepeg.trust import Store, Verdict, refusal, user_config_dir
 from kubectl_squarepeg.values import ValueProblem
 
 SYSTEM_CONFIG = Path("/etc/squarepeg/config.yaml")
 PROJECT_FILE = ".squarepeg.yaml"
 CONFIG_ENV = "SQUAREPEG_CONFIG"
 
+# The bounds on reading one config file (see the module docstring).
+MAX_FILE_BYTES = 1 << 20
+MAX_DEPTH = 64
+MAX_VALUES = 100_000
+MAX_TEXT_CHARS = 4 << 20
+
 _STR_TAG = "tag:yaml.org,2002:str"
 _NULL_TAG = "tag:yaml.org,2002:null"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 _MAP_TAG = "tag:yaml.org,2002:map"
+# YAML's own scalar tags, which the safe loader resolves plain values to; any other tag
+# (`!Ref`, `!!python/...`) belongs to some other tool and is an error naming it.
+_SCALAR_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}"
+    for name in ("str", "int", "float", "bool", "null", "timestamp", "binary", "merge", "value")
+)
 OriginPath = tuple[str, ...]
 
 
@@ -106,7 +126,7 @@ KEYS: dict[str, _Key] = {
         "scalar", "a whole number of seconds", values.parse_nonnegative_int
     ),
     "job_ttl_seconds_after_finished": _Key(
-        "scalar", "a whole number of seconds", values.parse_nonnegative_int
+        "scalar", "a whole number of seconds", values.parse_int32
     ),
     "quiet": _Key("bool", "true or false"),
     "env": _Key("map", _PAIR_FORM),
@@ -115,17 +135,17 @@ KEYS: dict[str, _Key] = {
     "annotations": _Key("map", _PAIR_FORM),
     "workdir": _Key("scalar", "an absolute path like /app", values.parse_workdir),
     "user": _Key("scalar", "UID or UID:GID, like 1000:1000", values.parse_user),
-    "entrypoint": _Key("scalar", "a program, like /bin/sh", values.parse_nonempty),
+    "entrypoint": _Key("scalar", "a program, like /bin/sh", values.parse_entrypoint),
     "cpus": _Key("scalar", "a number of CPUs like 0.5", values.parse_cpus),
     "memory": _Key("scalar", "a size like 512m or 1g", values.parse_memory),
     "gpus": _Key("scalar", "a GPU count like 1", values.parse_gpus),
     "pull": _Key("scalar", "always, missing or never", values.parse_pull),
-    "platform": _Key("scalar", "OS/ARCH like linux/amd64", values.parse_platform),
+    "platform": _Key("scalar", "OS[/ARCH[/VARIANT]] like linux/amd64", values.parse_platform),
     "privileged": _Key("bool", "true or false"),
     "cap_add": _Key("list", "a list of capabilities like [NET_ADMIN]", values.parse_capability),
     "cap_drop": _Key("list", "a list of capabilities like [ALL]", values.parse_capability),
     "read_only": _Key("bool", "true or false"),
-    "tmpfs": _Key("list", "a list of PATH[:size=SIZE] strings", values.parse_tmpfs),
+    "tmpfs": _Key("list", "a list of PATH[:OPTIONS] like /run:size=64m", values.parse_tmpfs),
     "shm_size": _Key("scalar", "a size like 64m", values.parse_size),
     "hostname": _Key("scalar", "a host name like worker-1", values.validate_name),
     "add_host": _Key("list", "a list of HOST:IP strings", values.parse_add_host),
@@ -254,6 +274,10 @@ class _Reader:
         self._loader: Any = None
         self._yaml: Any = None
         self._active: set[int] = set()
+        self._values = 0  # values met so far, each alias's counted again
+        self._chars = 0  # characters of scalar text met so far, likewise
+        self._depth = 0
+        self._merged: dict[int, list[tuple[Any, Any]]] = {}  # a mapping's pairs, by node id
 
     def read(self, data: bytes | str) -> _Node | None:
         # Imported here: a run with no config file never needs PyYAML (bench-dry-run).
@@ -265,6 +289,16 @@ class _Reader:
             try:
                 root = self._loader.get_single_node()
                 return None if root is None else self._node(root)
+            except yaml.composer.ComposerError as exc:
+                if exc.context != "expected a single document in the stream":
+                    raise
+                line = exc.problem_mark.line + 1 if exc.problem_mark is not None else 1
+                raise ConfigError(
+                    f"{self.source} holds more than one YAML document (another starts at "
+                    f"{_where(self.source, line)})",
+                    "a config file is one mapping: remove that `---` line and merge the "
+                    "documents (configuration layers are separate files)",
+                ) from None
             except yaml.MarkedYAMLError as exc:
                 mark = exc.problem_mark or exc.context_mark
                 line = mark.line + 1 if mark is not None else 1
@@ -278,8 +312,33 @@ class _Reader:
                     f"cannot read {self.source}: {' '.join(str(exc).split())}",
                     "save it as UTF-8 YAML text",
                 ) from None
+            except RecursionError:  # the pure-Python composer, on nesting past MAX_DEPTH
+                raise self._too_deep(1) from None
         finally:
             self._loader.dispose()
+
+    def _too_deep(self, line: int) -> ConfigError:
+        return ConfigError(
+            f"values nest more than {MAX_DEPTH} levels deep ({_where(self.source, line)})",
+            "a config file holds a few settings; write them with less nesting",
+        )
+
+    def _count(self, node: Any, line: int) -> None:
+        """Count one value (and its text) against the file's bounds."""
+        self._values += 1
+        if isinstance(node, self._yaml.ScalarNode):
+            self._chars += len(node.value)
+        if self._values > MAX_VALUES or self._chars > MAX_TEXT_CHARS:
+            what = (
+                f"more than {MAX_VALUES} values"
+                if self._values > MAX_VALUES
+                else f"more than {MAX_TEXT_CHARS >> 20} MiB of text"
+            )
+            raise ConfigError(
+                f"the file holds {what} once its YAML aliases are expanded "
+                f"({_where(self.source, line)})",
+                "a config file holds a few settings; write them out instead of aliases of aliases",
+            )
 
     def _node(self, node: Any) -> _Node:
         line = node.start_mark.line + 1
@@ -288,20 +347,30 @@ class _Reader:
                 f"a YAML alias refers to itself ({_where(self.source, line)})",
                 "write the value out instead of using a recursive alias",
             )
+        self._count(node, line)
         if isinstance(node, self._yaml.ScalarNode):
             return self._scalar(node, line)
+        if self._depth >= MAX_DEPTH:
+            raise self._too_deep(line)
         if node.tag not in (_SEQ_TAG, _MAP_TAG):  # e.g. !!python/object/apply
-            raise ConfigError(
-                f"invalid YAML: the tag {node.tag!r} is not allowed ({_where(self.source, line)})",
-                "remove the tag: a config file holds plain mappings, lists and values",
-            )
+            raise self._tag_refused(node.tag, line)
         self._active.add(id(node))
+        self._depth += 1
         try:
             if isinstance(node, self._yaml.SequenceNode):
                 return _Node([self._node(item) for item in node.value], line)
             return _Node(self._mapping(node), line)
         finally:
+            self._depth -= 1
             self._active.discard(id(node))
+
+    def _tag_refused(self, tag: str, line: int) -> ConfigError:
+        shown = tag.replace("tag:yaml.org,2002:", "!!")
+        return ConfigError(
+            f"the YAML tag {shown} is not allowed in a config file ({_where(self.source, line)})",
+            "remove the tag: squarepeg reads plain mappings, lists and values (a custom tag "
+            "like !Ref belongs to another tool's files)",
+        )
 
     def _mapping(self, node: Any) -> dict[str, _Node]:
         seen: dict[str, int] = {}
@@ -322,18 +391,90 @@ class _Reader:
                     "keep one of them",
                 )
             seen[key_node.value] = key_line
-        self._loader.flatten_mapping(node)  # resolves `<<: *anchor` merge keys
         result: dict[str, _Node] = {}
-        for key_node, value_node in node.value:
+        for key_node, value_node in self._pairs(node):
             # Keys stay as written: `on:` is the key "on", never the boolean.
             child = self._node(value_node)
             child.key_line = key_node.start_mark.line + 1
             result[str(key_node.value)] = child
         return result
 
+    def _construct(self, node: Any) -> Any:
+        """A typed scalar's value; its text when Python cannot hold it (an int of more than
+        4,300 digits), for the key's own parser to refuse."""
+        try:
+            return self._loader.construct_object(node)
+        except ValueError:
+            return node.value
+
+    def _pairs(self, node: Any) -> list[tuple[Any, Any]]:
+        """A mapping's pairs with its `<<` merge keys resolved as YAML's merge type says:
+        its own keys win over merged ones, and an earlier merged mapping over a later one.
+
+        Not PyYAML's flatten_mapping: that one copies every merged pair into the mapping,
+        so mappings that merge mappings that merge mappings grow exponentially before a
+        single value can be counted. Here each key is kept once, and each mapping's pairs
+        are worked out once (`self._merged`), so the work is bounded by the file's size.
+        """
+        known = self._merged.get(id(node))
+        if known is not None:
+            return known
+        sources: list[Any] = []
+        own: list[tuple[Any, Any]] = []
+        for key_node, value_node in node.value:
+            if key_node.tag != _MERGE_TAG:
+                own.append((key_node, value_node))
+                continue
+            items = (
+                value_node.value
+                if isinstance(value_node, self._yaml.SequenceNode)
+                else [value_node]
+            )
+            if not all(isinstance(item, self._yaml.MappingNode) for item in items):
+                raise ConfigError(
+                    "a YAML merge key (<<) takes a mapping or a list of mappings "
+                    f"({_where(self.source, key_node.start_mark.line + 1)})",
+                    "write `<<: *anchor` where the anchor names a mapping",
+                )
+            sources.extend(items)
+        pairs: dict[Any, tuple[Any, Any]] = {}
+        self._active.add(id(node))
+        self._depth += 1
+        try:
+            for source in sources:
+                if id(source) in self._active:
+                    raise ConfigError(
+                        "a YAML merge key (<<) refers to its own mapping "
+                        f"({_where(self.source, source.start_mark.line + 1)})",
+                        "write the keys out instead of merging",
+                    )
+                if self._depth >= MAX_DEPTH:
+                    raise self._too_deep(source.start_mark.line + 1)
+                for key_node, value_node in self._pairs(source):
+                    self._count(key_node, key_node.start_mark.line + 1)
+                    pairs.setdefault(self._key_of(key_node), (key_node, value_node))
+        finally:
+            self._depth -= 1
+            self._active.discard(id(node))
+        for key_node, value_node in own:
+            pairs[self._key_of(key_node)] = (key_node, value_node)
+        self._merged[id(node)] = result = list(pairs.values())
+        return result
+
+    def _key_of(self, key_node: Any) -> str:
+        if not isinstance(key_node, self._yaml.ScalarNode):
+            raise ConfigError(
+                "a mapping key must be a plain word "
+                f"({_where(self.source, key_node.start_mark.line + 1)})",
+                "write keys as `name: value`",
+            )
+        return str(key_node.value)
+
     def _scalar(self, node: Any, line: int) -> _Node:
+        if node.tag not in _SCALAR_TAGS:
+            raise self._tag_refused(node.tag, line)
         if node.tag != _STR_TAG:
-            value = self._loader.construct_object(node)
+            value = self._construct(node)
             if not isinstance(value, (int, float, bool, type(None))):
                 value = node.value  # dates, binary: kept as the text, as kubectl's YAML does
             return _Node(value, line, node.value)
@@ -354,7 +495,7 @@ class _Reader:
             # written there (see the module docstring).
             scalar_node = self._yaml.ScalarNode
             tag = self._loader.resolve(scalar_node, text, (True, False))
-            retyped = self._loader.construct_object(scalar_node(tag, text))
+            retyped = self._construct(scalar_node(tag, text))
             if isinstance(retyped, (int, float, bool, type(None))) and tag != _NULL_TAG:
                 return _Node(retyped, line, text)
         return _Node(text, line, text)
@@ -464,7 +605,9 @@ class _Validator:
         try:
             parsed = spec.parse(text)
         except ValueProblem as problem:
-            raise self.problem(f"invalid value {text!r} for {key}", node, str(problem)) from None
+            raise self.problem(
+                f"invalid value {values.quoted(text)} for {key}", node, str(problem)
+            ) from None
         if key in _PATH_KEYS:
             # A relative path in a config file is relative to that file (as in compose).
             expanded = os.path.expanduser(parsed)
@@ -657,6 +800,8 @@ class Config:
     display: Mapping[str, Any] = field(default_factory=lambda: dict(_DEFAULT_DISPLAY))
     tree_origins: Mapping[OriginPath, Origin] = field(default_factory=dict)
     files: tuple[str, ...] = ()  # the files that were read, lowest layer first
+    # Every config file found, used or not, lowest layer first (for `config view`).
+    found: tuple[FoundFile, ...] = ()
 
     def _under(self, prefix: OriginPath) -> dict[OriginPath, Origin]:
         return {
@@ -784,6 +929,8 @@ def merge(layers: Sequence[_Layer]) -> Config:
 
 # --- the files -----------------------------------------------------------------------------
 
+PROJECT = "project"  # Source.why of the one layer that needs trust (trust.py)
+
 
 @dataclass(frozen=True)
 class Source:
@@ -792,6 +939,27 @@ class Source:
     path: str
     required: bool
     why: str  # how it was named, for the error when it is missing
+
+
+@dataclass(frozen=True)
+class FoundFile:
+    """A config file that exists, its layer, and (project files only) its trust."""
+
+    path: str
+    why: str
+    verdict: Verdict | None = None  # None: a layer that needs no trust
+
+    @property
+    def used(self) -> bool:
+        return self.verdict in (None, Verdict.TRUSTED)
+
+    def describe(self) -> str:
+        """`PATH (user)`, `PATH (project, trusted)`, `PATH (project, not trusted: not used)`."""
+        if self.verdict is None:
+            return f"{self.path} ({self.why})"
+        if self.used:
+            return f"{self.path} ({self.why}, {self.verdict.value})"
+        return f"{self.path} ({self.why}, {self.verdict.value}: not used)"
 
 
 def sources(
@@ -804,14 +972,11 @@ def sources(
 ) -> list[Source]:
     """The layers' files, lowest precedence first (configuration.md, Layers)."""
     found = [Source(str(system), False, "system")]
-    xdg = environ.get("XDG_CONFIG_HOME", "")
-    user_dir = Path(xdg) if os.path.isabs(xdg) else home / ".config"
-    found.append(Source(str(user_dir / "squarepeg" / "config.yaml"), False, "user"))
-    for directory in (cwd, *cwd.parents):
-        candidate = directory / PROJECT_FILE
-        if candidate.is_file():
-            found.append(Source(str(candidate), False, "project"))
-            break
+    user_dir = user_config_dir(environ, home)
+    found.append(Source(str(user_dir / "config.yaml"), False, "user"))
+    project = find_project_file(cwd)
+    if project is not None:
+        found.append(Source(str(project), False, PROJECT))
     for entry in environ.get(CONFIG_ENV, "").split(os.pathsep):
         if entry:
             found.append(Source(entry, True, f"${CONFIG_ENV}"))
@@ -821,10 +986,22 @@ def sources(
     return [s for i, (real, s) in enumerate(keyed) if all(real != r for r, _ in keyed[i + 1 :])]
 
 
+def find_project_file(cwd: Path) -> Path | None:
+    """The nearest `.squarepeg.yaml` in `cwd` or a directory above it."""
+    for directory in (cwd, *cwd.parents):
+        candidate = directory / PROJECT_FILE
+        if candidate.is_file():
+            return candidate
+    return None
+
+
 def read_source(source: Source) -> bytes | None:
     """The file's bytes; None for an optional file that does not exist."""
     try:
-        return Path(source.path).read_bytes()
+        with open(source.path, "rb") as handle:
+            # One byte past the limit tells a file at the limit from a larger one, without
+            # reading all of a huge file (or of an endless one, like /dev/zero).
+            data = handle.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         if not source.required:
             return None
@@ -841,6 +1018,41 @@ def read_source(source: Source) -> bytes | None:
             f"cannot read config file {source.path}: {exc.strerror}",
             "make it a readable file, or remove it",
         ) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(
+            f"config file {source.path} is larger than {MAX_FILE_BYTES >> 20} MiB "
+            f"(from {source.why})",
+            "a config file holds a few settings; point at the right file",
+        )
+    return data
+
+
+def read_env_file_text(path: str) -> str:
+    """An env file's text (the `read_text` of options.build_run_options): UTF-8, at most
+    MAX_FILE_BYTES, read no further than that (`--env-file /dev/zero` ends at once).
+    Raises OSError, UnicodeDecodeError, or ValueProblem for a file past the limit."""
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise ValueProblem(
+            f"it is larger than {MAX_FILE_BYTES >> 20} MiB; an env file holds KEY=VALUE lines, "
+            "point at the right file"
+        )
+    return data.decode("utf-8")
+
+
+def _home_directory() -> Path:
+    """The user's home: $HOME, or the password database's when $HOME cannot be used (it is
+    `~`, say: pathlib then raises instead of answering)."""
+    try:
+        return Path.home()
+    except RuntimeError:
+        import pwd
+
+        try:
+            return Path(pwd.getpwuid(os.getuid()).pw_dir)
+        except KeyError:
+            return Path("/nonexistent")
 
 
 def load(
@@ -850,26 +1062,44 @@ def load(
     cwd: Path | None = None,
     home: Path | None = None,
     system: Path = SYSTEM_CONFIG,
+    skip_untrusted: bool = False,
 ) -> Config:
-    """Every layer, read, interpolated, validated and merged."""
+    """Every layer, read, interpolated, validated and merged.
+
+    A project file that is not trusted (trust.py), or changed since, is a ConfigError naming
+    it and `config trust`; with `skip_untrusted` (for `config view`) it is left out instead
+    and listed in `Config.found` with its verdict.
+    """
     environ = os.environ if environ is None else environ
+    home = home or _home_directory()
     layers = []
+    found: list[FoundFile] = []
     for source in sources(
         explicit=explicit,
         environ=environ,
         cwd=cwd or Path.cwd(),
-        home=home or Path.home(),
+        home=home,
         system=system,
     ):
         data = read_source(source)
-        if data is not None:
+        if data is None:
+            continue
+        verdict = None
+        if source.why == PROJECT:
+            verdict = Store.load(user_config_dir(environ, home)).verdict(source.path, data)
+            if verdict is not Verdict.TRUSTED and not skip_untrusted:
+                raise refusal(source.path, verdict)
+        found.append(FoundFile(source.path, source.why, verdict))
+        if found[-1].used:
             layers.append(parse_file(data, source.path, environ))
-    return merge(layers)
+    return replace(merge(layers), found=tuple(found))
 
 
 def from_texts(texts: Iterable[tuple[str, str]], environ: Mapping[str, str]) -> Config:
     """A Config from (name, YAML text) pairs, lowest first, as if they were files."""
-    return merge([parse_file(text, name, environ) for name, text in texts])
+    pairs = list(texts)
+    merged = merge([parse_file(text, name, environ) for name, text in pairs])
+    return replace(merged, found=tuple(FoundFile(name, "text") for name, _ in pairs))
 
 
 def entry_name(path: OriginPath) -> str:
@@ -881,14 +1111,22 @@ def entry_name(path: OriginPath) -> str:
 
 
 def view_text(config: Config, *, show_origin: bool = False) -> str:
-    """`config view`: the merged configuration as YAML; with `show_origin`, each value's
-    origin (FILE:LINE, or default) as a comment at the end of its line."""
+    """`config view`: the merged configuration as YAML, after comment lines naming every
+    config file found (with a project file's trust); with `show_origin`, each value's origin
+    (FILE:LINE, or default) as a comment at the end of its line."""
     from kubectl_squarepeg import yamlout
 
     def comment(path: OriginPath) -> str:
         return str(config.origin_of(*path) or DEFAULT)
 
-    return yamlout.dump(
+    header = "".join(
+        f"# {line}\n"
+        for line in (
+            "config files, lowest precedence first:" if config.found else "no config files",
+            *(f"  {found.describe()}" for found in config.found),
+        )
+    )
+    return header + yamlout.dump(
         config.display,
         comment=comment if show_origin else None,
         segment=lambda items, index: _canonical(list(items), index),

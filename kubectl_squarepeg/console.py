@@ -23,11 +23,20 @@ class Console:
         # Reentrant: a signal handler (interrupt.py) runs in the main thread and may print
         # while that thread is itself between taking this lock and writing.
         self._lock = threading.RLock()
+        self._closed = False
+
+    def close(self) -> None:
+        """No more lines, from any thread: squarepeg is leaving (an abandoned cleanup), and
+        what a thread being torn down would say is not news."""
+        with self._lock:
+            self._closed = True
 
     def _write(self, text: str) -> None:
         stream = self._stream if self._stream is not None else sys.stderr
         line = PREFIX + " ".join(text.split()) + "\n"
         with self._lock:
+            if self._closed:
+                return
             try:
                 stream.write(line)
                 stream.flush()
@@ -38,6 +47,10 @@ class Console:
         """Progress and information; suppressed by --quiet."""
         if not self.quiet:
             self._write(text)
+
+    def notice(self, text: str) -> None:
+        """Information the user needs even when quiet (a kept resource's name)."""
+        self._write(text)
 
     def warn(self, text: str) -> None:
         """Something the user should know even when quiet."""

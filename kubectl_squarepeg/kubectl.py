@@ -95,10 +95,12 @@ class Result(NamedTuple):
 
     @property
     def error_text(self) -> str:
-        """kubectl's complaint, without its `error: ` prefix, on one line."""
+        """kubectl's complaint, without its `error: ` prefix, on one line (complaints.py)."""
+        from kubectl_squarepeg import complaints
+
         lines = [ln.strip() for ln in self.stderr.decode("utf-8", "replace").splitlines()]
         lines = [ln for ln in lines if ln]
-        text = " ".join(lines) if lines else f"kubectl exited with code {self.exit_code}"
+        text = complaints.clean(lines) or f"kubectl exited with code {self.exit_code}"
         return text.removeprefix("error: ").removeprefix("Error from server ")
 
 
@@ -568,3 +570,8 @@ def delete(target: Target, kind: str, name: str) -> Result:
 def logs(target: Target, pod: str, container: str) -> Result:
     """The whole log of a container, at once."""
     return run(["logs", pod, "-c", container], target)
+
+
+def label(target: Target, kind: str, name: str, assignment: str) -> Result:
+    """`kubectl label KIND NAME KEY=VALUE --overwrite`."""
+    return run(["label", kind.lower(), name, assignment, "--overwrite"], target)
