@@ -12,9 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
-from tests.e2e.conftest import Squarepeg, names, wait_until
+from tests.e2e.conftest import CLIENT_SIDE_LOG_DROP, Squarepeg, names, wait_until
 
 SH = ("alpine", "sh", "-c")
 
@@ -148,6 +149,7 @@ def counted_output() -> bytes:
     return b"".join(b"line %04d \x1b[1mx\x1b[0m\r\n" % i for i in range(400)) + b"tail"
 
 
+@pytest.mark.kubesim_only(CLIENT_SIDE_LOG_DROP)
 def test_log_streams_dropped_twice_lose_and_repeat_nothing(
     squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path
 ) -> None:
@@ -253,7 +255,8 @@ def test_in_cluster_fallback_when_there_is_no_kubeconfig(
         "run", *SH, "echo inside; exit 6",
         namespaced=False,
         env={
-            "KUBECONFIG": str(tmp_path / "missing-kubeconfig"),
+            "KUBECONFIG": "",  # unset, as in a pod; HOME has no ~/.kube/config
+            "HOME": str(tmp_path),
             "SQUAREPEG_SERVICEACCOUNT_DIR": str(serviceaccount),
             **in_cluster_env(kubesim),
         },
