@@ -106,7 +106,7 @@ class NodeAgent:
                 return
             except ApiError as exc:
                 if exc.code == 409:  # left from an earlier agent: take it over
-                    self._renew_node(fresh=True)
+                    self._renew_node()
                     return
                 raise
             except ApiUnavailable:
@@ -114,14 +114,19 @@ class NodeAgent:
                     raise
                 time.sleep(RETRY_SECONDS)
 
-    def _renew_node(self, fresh: bool = False) -> None:
+    def _renew_node(self) -> None:
+        """Write the node's whole status, as a kubelet does: when the API server was away
+        long enough, the node lifecycle controller set the conditions to Unknown (and
+        tainted the node), and only a Ready posted again makes it schedulable."""
         now = now_rfc3339()
 
         def beat(node: Obj) -> None:
-            if fresh:
-                wanted = self.node_object()
-                node["status"] = wanted["status"]
-            for condition in node.get("status", {}).get("conditions") or []:
+            previous = {c.get("type"): c for c in node.get("status", {}).get("conditions") or []}
+            node["status"] = self.node_object()["status"]
+            for condition in node["status"]["conditions"]:
+                old = previous.get(condition["type"]) or {}
+                if old.get("status") == condition["status"]:
+                    condition["lastTransitionTime"] = old.get("lastTransitionTime", now)
                 condition["lastHeartbeatTime"] = now
 
         self.store.update("nodes", None, NODE_NAME, beat)

@@ -111,7 +111,7 @@ class ApiStore(Store):
 
     def update(self, resource: str, namespace: str | None, name: str,
                mutate: Callable[[Obj], None]) -> Obj | None:
-        suffix = "/status" if resource == "pods" else ""
+        suffix = "/status" if resource in ("pods", "nodes") else ""
         current = self.get_raw(resource, namespace, name)
         for _ in range(CONFLICT_RETRIES):
             if current is None:
