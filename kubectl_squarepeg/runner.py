@@ -445,22 +445,29 @@ def run_lifecycle(plan: Plan, connection: Connection, console: Console) -> int:
     short, while a second one abandons it (interrupt.py).
     """
     run = Run(plan, connection, console)
-    with interrupt.guard(run.resource, console, progress=run.progress) as handler:
-        run.shields = handler
-        try:
-            code = run.execute()
-        except Interrupted:
-            code = INTERRUPTED
-        except ReaderGone:
-            code = READER_GONE
-        except SquarepegError:
-            if not handler.interrupted:
-                raise
-            code = INTERRUPTED
-        finally:
-            with handler.shield(raise_pending=False):
-                run.cleanup()
-        return handler.exit_code if handler.interrupted else code
+    handler: interrupt.TwoStageInterrupt | None = None
+    try:
+        with interrupt.guard(run.resource, console, progress=run.progress) as handler:
+            run.shields = handler
+            try:
+                code = run.execute()
+            except Interrupted:
+                code = INTERRUPTED
+            except ReaderGone:
+                code = READER_GONE
+            except SquarepegError:
+                if not handler.interrupted:
+                    raise
+                code = INTERRUPTED
+            finally:
+                with handler.shield(raise_pending=False):
+                    run.cleanup()
+            return handler.exit_code if handler.interrupted else code
+    except Interrupted:
+        # A first signal in the instant before the run began or after its cleanup ended:
+        # there is nothing (more) to clean up, and its one line has been printed.
+        run.cleanup()
+        return handler.exit_code if handler is not None else INTERRUPTED
 
 
 def execute(plan: Plan, connection: Connection, console: Console) -> int:

@@ -108,7 +108,7 @@ def test_output_that_cannot_be_completed_keeps_the_pod_and_says_how_to_read_it(
     with out.open("wb") as handle:
         process = squarepeg.start(
             "run", "--context", "kubesim", "--name", "unread", "alpine", "sh", "-c",
-            "echo first; sleep 2; echo second", env=env, stdout=handle,
+            "echo first; sleep 8; echo second", env=env, stdout=handle,
         )
     try:
         wait_until(lambda: out.read_bytes() == b"first\n", 60, "the first line")
