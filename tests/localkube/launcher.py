@@ -15,7 +15,8 @@
         and how long it took on stderr.
     ctl --kubeconfig FILE restart --down SECONDS | evict NAMESPACE/POD |
         delete-pod NAMESPACE/POD [--grace-period N] | drop-logs [--after-bytes N]
-        Faults by real means: stop the kube-apiserver process, keep it down for SECONDS,
+        Faults by real means: stop the kube-apiserver process (SIGTERM, SIGKILL after a
+        second: open streams end then), keep it down for SECONDS,
         start it again on the same port (etcd keeps the state; the command returns once it
         is stopped); a node-pressure eviction by the node agent; a graceful DELETE through
         the API, as another actor's `kubectl delete`; the node agent cutting its end of
@@ -69,6 +70,7 @@ from tests.localkube.processes import (
 )
 
 TEARDOWN_SECONDS = 2.0
+RESTART_GRACE_SECONDS = 1.0
 CANARY = "localkube-canary"
 EXTENSION = "localkube"
 
@@ -231,7 +233,10 @@ class Cluster:
         down = float(request.args.get("down") or 0)
         self._restarting = True
         began = time.monotonic()
-        self.apiserver.stop()
+        # SIGTERM, then SIGKILL a second later: the graceful shutdown would keep serving
+        # open log streams (not watches) for as long as the stop waits, so "down" would
+        # not mean down.
+        self.apiserver.stop(RESTART_GRACE_SECONDS)
         request.answer.put({"restarting": True, "down": down,
                             "stopped_in": round(time.monotonic() - began, 2)})
         if self.stop_requested.wait(down):
@@ -397,10 +402,11 @@ def control_request(kubeconfig: Path, verb: str, args: dict[str, Any],
     return answer
 
 
-def _pod_ref(text: str) -> tuple[str, str]:
-    namespace, sep, name = text.partition("/")
-    if not sep or not namespace or not name:
-        raise SystemExit(f"localkube: error: expected NAMESPACE/POD, got {text!r}")
+def pod_ref(text: str) -> tuple[str, str]:
+    """NAMESPACE/POD, as an argparse type."""
+    namespace, _, name = text.partition("/")
+    if not (namespace and name):
+        raise argparse.ArgumentTypeError(f"expected NAMESPACE/POD, got {text!r}")
     return namespace, name
 
 
@@ -411,7 +417,7 @@ def ctl(args: argparse.Namespace) -> int:
     elif args.verb == "drop-logs":
         params["afterBytes"] = args.after_bytes
     elif args.verb in ("evict", "delete-pod"):
-        params["namespace"], params["name"] = _pod_ref(args.pod)
+        params["namespace"], params["name"] = args.pod
         if args.verb == "delete-pod":
             params["gracePeriodSeconds"] = args.grace_period
     try:
@@ -441,9 +447,9 @@ def parser() -> argparse.ArgumentParser:
     restart = faults.add_parser("restart", help="restart kube-apiserver (etcd keeps state)")
     restart.add_argument("--down", type=float, required=True, help="seconds to stay down")
     evict = faults.add_parser("evict", help="evict a pod for node pressure")
-    evict.add_argument("pod", help="NAMESPACE/POD")
+    evict.add_argument("pod", type=pod_ref, help="NAMESPACE/POD")
     delete = faults.add_parser("delete-pod", help="delete a pod as another actor would")
-    delete.add_argument("pod", help="NAMESPACE/POD")
+    delete.add_argument("pod", type=pod_ref, help="NAMESPACE/POD")
     delete.add_argument("--grace-period", type=int, default=None)
     drop = faults.add_parser("drop-logs", help="cut the node's end of open log streams")
     drop.add_argument("--after-bytes", type=int, default=None,
