@@ -251,6 +251,8 @@ class Run:
         with self.shields.shield():
             creating = self._start_create_and_watch()
             result = kubectl.collect(creating)
+            # Known before this shield ends: a Ctrl-C that waited for it must delete it.
+            self.created = self.progress.created = result.ok
         waited, pause = 0.0, CREATE_RETRY_FIRST_PAUSE
         while not result.ok and refused_before_sending(result) and waited < CREATE_RETRY_SECONDS:
             # The API server refused the connection (it is restarting, say): nothing was
@@ -261,6 +263,7 @@ class Run:
             with self.shields.shield():
                 manifest = _manifest_bytes(self.plan)
                 result = kubectl.collect(kubectl.start_create(self.target, manifest))
+                self.created = self.progress.created = result.ok
         with self.shields.shield():
             if not result.ok:
                 raise rejection(result, self.plan.kind, self.plan.name, self.commands)
