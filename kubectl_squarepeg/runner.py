@@ -247,31 +247,37 @@ class Run:
     def create(self) -> None:
         # Shielded: a first Ctrl-C while the create is in flight waits for it, so a created
         # resource is always known and deleted, never left behind by a create that
-        # finished after we stopped looking.
+        # finished after we stopped looking. That it was created is recorded inside the
+        # same shield, for the same reason.
         with self.shields.shield():
-            creating = self._start_create_and_watch()
-            result = kubectl.collect(creating)
-            # Known before this shield ends: a Ctrl-C that waited for it must delete it.
-            self.created = self.progress.created = result.ok
+            result = kubectl.collect(self._start_create_and_watch())
+            if not result.ok and not refused_before_sending(result):
+                raise rejection(result, self.plan.kind, self.plan.name, self.commands)
+            self._note_created(result)
         waited, pause = 0.0, CREATE_RETRY_FIRST_PAUSE
-        while not result.ok and refused_before_sending(result) and waited < CREATE_RETRY_SECONDS:
+        while not result.ok:
             # The API server refused the connection (it is restarting, say): nothing was
             # sent, so trying again cannot create twice. The pause is outside the shield:
             # a Ctrl-C meanwhile ends the run at once, and nothing exists yet.
+            if waited >= CREATE_RETRY_SECONDS:
+                raise rejection(result, self.plan.kind, self.plan.name, self.commands)
             time.sleep(pause)
             waited, pause = waited + pause, min(pause * 2, CREATE_RETRY_MAX_PAUSE)
             with self.shields.shield():
                 manifest = _manifest_bytes(self.plan)
                 result = kubectl.collect(kubectl.start_create(self.target, manifest))
-                self.created = self.progress.created = result.ok
-        with self.shields.shield():
-            if not result.ok:
-                raise rejection(result, self.plan.kind, self.plan.name, self.commands)
-            self.created = self.progress.created = True
-            try:
-                self.uid = podstate.uid(json.loads(result.stdout)) or None
-            except ValueError:
-                self.uid = None
+                if not result.ok and not refused_before_sending(result):
+                    raise rejection(result, self.plan.kind, self.plan.name, self.commands)
+                self._note_created(result)
+
+    def _note_created(self, result: kubectl.Result) -> None:
+        if not result.ok:
+            return
+        self.created = self.progress.created = True
+        try:
+            self.uid = podstate.uid(json.loads(result.stdout)) or None
+        except ValueError:
+            self.uid = None
 
     def _start_create_and_watch(self) -> kubectl.Child:
         """The create first (it is what the run waits for), then the watch, which tolerates
