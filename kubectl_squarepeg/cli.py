@@ -173,10 +173,6 @@ _VOLUME = (
     "leave it out; add a volume and its volumeMount under `kubernetes.spec` in a config file, "
     "or use --tmpfs PATH for scratch space",
 )
-_TERMINAL = (
-    "squarepeg streams the container's output but does not attach your terminal to it",
-    "leave it out; for an interactive shell use `kubectl run -it --rm NAME --image IMAGE -- sh`",
-)
 _DETACH = (
     "squarepeg waits for the container and returns its exit code",
     "leave it out; --keep leaves the pod behind, and `kubectl logs` reads it later",
@@ -249,6 +245,8 @@ def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
 @click.option("--dry-run", is_flag=True, help="Print the manifest; create nothing.")
 @click.option("--dry-run-server", is_flag=True, help="Have the apiserver check the manifest.")
 @click.option("-q", "--quiet", is_flag=True, help="No status messages on stderr.")
+@click.option("-i", "--interactive", is_flag=True, help="Send stdin to the container.")
+@click.option("-t", "--tty", is_flag=True, help="Give the container a terminal.")
 @_many("--config", metavar="FILE", help="Read this config file too (highest precedence).")
 @click.option("--service-account", metavar="NAME", help="Service account to run as.")
 @_many("--node-selector", metavar="KEY=VALUE", help="Only run on nodes with this label.")
@@ -260,8 +258,6 @@ def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
 @_refused_option("--network", "--net", reason=_NETWORK)
 @_refused_option("-v", "--volume", reason=_VOLUME)
 @_refused_option("--mount", reason=_VOLUME)
-@_refused_option("-i", "--interactive", reason=_TERMINAL, flag=True)
-@_refused_option("-t", "--tty", reason=_TERMINAL, flag=True)
 @_refused_option("-d", "--detach", reason=_DETACH, flag=True)
 @click.argument("image")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
@@ -278,6 +274,7 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
     probe, _early_probe = _early_probe or _start_probe(flags), None
     head, _head_start = _head_start, None
 
+    import dataclasses
     from pathlib import Path
 
     from kubectl_squarepeg import config, manifest, yamlout
@@ -298,6 +295,14 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
         read_text=lambda path: Path(path).read_text(encoding="utf-8"),
     )
     console.quiet = options.quiet
+    if options.interactive and options.tty and not sys.stdin.isatty():
+        # kubectl's behaviour (docker refuses): a CI job piping data into `-it` still runs.
+        # Without the terminal: a pty would turn the piped bytes' newlines into CRLF.
+        console.warn(
+            "-t needs a terminal on stdin and this one is not a terminal; "
+            "running as -i (stdin piped to the container, no terminal)"
+        )
+        options = dataclasses.replace(options, tty=False)
     connection = connect(options, local_only=options.dry_run, probe=probe)
     plan = manifest.build_plan(
         options,

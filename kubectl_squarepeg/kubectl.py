@@ -379,7 +379,8 @@ def start(
     args: Sequence[str],
     target: Target | None = None,
     *,
-    stdin: bytes | HeldStdin = b"",
+    stdin: bytes | HeldStdin | int = b"",
+    stdout_fd: int | None = None,
     on_stdout: Callable[[bytes], None] | None = None,
     stdout_later: bool = False,
     out_bufsize: int = 65536,
@@ -390,23 +391,41 @@ def start(
     With `on_stdout`, every chunk of stdout (at most `out_bufsize` bytes, whatever has
     arrived) is handed to it as bytes on a reader thread, so it must lock shared state, and
     nothing is kept; with `stdout_later`, stdout is kept until `Child.deliver_stdout` names
-    its callback; otherwise it is kept for `collect`.
+    its callback; otherwise it is kept for `collect`. `stdin` as an int is a file
+    descriptor the child reads itself (squarepeg's own stdin, for an attach); `stdout_fd`
+    likewise gives the child a descriptor of ours as its stdout, read by no thread here.
     """
     argv = (*(target.global_args(namespaced=namespaced) if target else []), *args)
     kept = None if on_stdout is not None or stdout_later else bytearray()
     sink = _ByteSink(on_stdout if kept is None else kept.extend)
     stderr = bytearray()
-    readers = (
-        _PipeReader(sink, out_bufsize, capacity=_STDOUT_PIPE_BYTES),
-        _PipeReader(_ByteSink(stderr.extend), 65536),
+    stderr_reader = _PipeReader(_ByteSink(stderr.extend), 65536)
+    stdout_reader = (
+        None
+        if stdout_fd is not None
+        else _PipeReader(sink, out_bufsize, capacity=_STDOUT_PIPE_BYTES)
     )
-    held = stdin if isinstance(stdin, HeldStdin) else HeldStdin() if stdin else None
+    readers = (stderr_reader,) if stdout_reader is None else (stdout_reader, stderr_reader)
+    held = (
+        stdin
+        if isinstance(stdin, HeldStdin)
+        else HeldStdin()
+        if isinstance(stdin, bytes) and stdin
+        else None
+    )
+    child_stdin = (
+        held.read_fd
+        if held is not None
+        else stdin
+        if isinstance(stdin, int)
+        else subprocess.DEVNULL
+    )
     try:
         process = subprocess.Popen(
             [_kubectl_path(), *argv],
-            stdin=held.read_fd if held is not None else subprocess.DEVNULL,
-            stdout=readers[0].write_fd,
-            stderr=readers[1].write_fd,
+            stdin=child_stdin,
+            stdout=stdout_fd if stdout_reader is None else stdout_reader.write_fd,
+            stderr=stderr_reader.write_fd,
             start_new_session=True,
             preexec_fn=_die_with_parent_hook(),
             env=_child_environment(),
@@ -431,7 +450,7 @@ def start(
         process.wait,
         stderr,
         stdout=kept,
-        sink=sink,
+        sink=sink if stdout_fd is None else None,
         readers=readers,
     )
     _register(child)
@@ -558,3 +577,39 @@ def delete(target: Target, kind: str, name: str) -> Result:
 def logs(target: Target, pod: str, container: str) -> Result:
     """The whole log of a container, at once."""
     return run(["logs", pod, "-c", container], target)
+
+
+# --- attach: the interactive runs (-i, -it) --------------------------------------------------
+
+
+def _discard(_chunk: bytes) -> None:
+    pass
+
+
+def attach_stdin(target: Target, pod: str, container: str, *, stdin_fd: int) -> Child:
+    """`kubectl attach -i`, reading the descriptor `stdin_fd` (squarepeg's own stdin) itself:
+    raw bytes, nothing decoded or held here; their end closes the container's stdin (it is
+    `stdinOnce`). What it prints is discarded: the output of such a run is the log stream,
+    complete from the first byte, where an attach sees only what comes after it connected.
+    `--quiet` keeps "If you don't see a command prompt ..." off stderr, which is kept for
+    the refusal message."""
+    return start(
+        ["attach", "-i", "--quiet", pod, "-c", container],
+        target,
+        stdin=stdin_fd,
+        on_stdout=_discard,
+    )
+
+
+def attach_terminal(
+    target: Target, pod: str, container: str, *, stdin_fd: int, stdout_fd: int
+) -> Child:
+    """`kubectl attach -it` on a terminal: it reads the terminal `stdin_fd` in raw mode (so
+    Ctrl-C is a byte for the container) and writes to `stdout_fd`, a terminal whose size
+    it sends, and sends again on SIGWINCH (terminal.py relays both)."""
+    return start(
+        ["attach", "-i", "-t", "--quiet", pod, "-c", container],
+        target,
+        stdin=stdin_fd,
+        stdout_fd=stdout_fd,
+    )

@@ -372,10 +372,15 @@ def _timed_out(
     )
 
 
-def wait_for_finish(watch: PodWatch, latest: Event) -> podstate.Outcome:
-    """Wait, without a bound, until the main container has finished; its outcome."""
+def wait_for_finish(
+    watch: PodWatch, latest: Event, check: Callable[[], None] | None = None
+) -> podstate.Outcome:
+    """Wait, without a bound, until the main container has finished; its outcome. `check`
+    is called between slices and may raise to end the wait (a refused attach)."""
     event = latest
     while True:
+        if check is not None:
+            check()
         if event.type == "DELETED" and not podstate.has_finished(event.pod):
             return podstate.deleted_outcome(watch.pod_name or podstate.name(event.pod))
         if podstate.has_finished(event.pod):

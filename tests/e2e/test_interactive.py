@@ -1,0 +1,201 @@
+"""`run -i`, `-t` and `-it` through the installed command, the real kubectl and kubesim's
+`pods/attach`; a pty wherever a terminal is involved. After each: no pod, no kubectl."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import select
+import struct
+import subprocess
+import termios
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Kubesim
+from tests.e2e.conftest import Finished, Squarepeg, names, wait_until
+from tests.e2e.test_interrupt_e2e import kubectl_children_of
+
+RUN_SECONDS = 120
+
+
+def run_with_input(squarepeg: Squarepeg, data: bytes, *args: str) -> Finished:
+    process = squarepeg.start("run", *args, stdin=subprocess.PIPE)
+    out, err = process.communicate(input=data, timeout=RUN_SECONDS)
+    return Finished(process.returncode, out, err.decode("utf-8", "replace"))
+
+
+@pytest.fixture
+def nothing_left(kubesim: Kubesim, namespace: str) -> Iterator[None]:
+    """After the test: no pod or Job in the namespace, no kubectl of this simulator."""
+    yield
+    wait_until(lambda: names(kubesim, namespace) == [], 30, "nothing left in the namespace")
+    wait_until(lambda: not kubectl_children_of(str(kubesim.kubeconfig)), 10,
+               "no kubectl process left")
+
+
+pytestmark = pytest.mark.usefixtures("nothing_left")
+
+
+def test_piped_lines_are_counted(squarepeg: Squarepeg) -> None:
+    done = run_with_input(squarepeg, b"a\nb\nc\n", "-i", "alpine", "wc", "-l")
+    assert (done.code, done.stdout.strip()) == (0, b"3"), done.stderr
+
+
+def test_a_megabyte_of_random_bytes_keeps_its_digest(squarepeg: Squarepeg) -> None:
+    data = os.urandom(1 << 20)
+    done = run_with_input(squarepeg, data, "-q", "-i", "alpine", "sha256sum")
+    assert done.code == 0, done.stderr
+    assert done.stdout.split()[0].decode() == hashlib.sha256(data).hexdigest()
+
+
+def test_cat_returns_its_input_byte_for_byte(squarepeg: Squarepeg) -> None:
+    data = bytes(range(256)) * 64 + b"no newline at the end \r\x00"
+    done = run_with_input(squarepeg, data, "-q", "-i", "alpine", "cat")
+    assert (done.code, done.stdout) == (0, data), done.stderr
+
+
+def test_output_before_reading_stdin_is_not_lost(squarepeg: Squarepeg) -> None:
+    done = run_with_input(squarepeg, b"last\n", "-q", "-i", "alpine", "sh", "-c",
+                          "seq 3000; cat; exit 3")
+    assert done.code == 3, done.stderr
+    assert done.stdout == b"".join(b"%d\n" % n for n in range(1, 3001)) + b"last\n"
+
+
+def test_job_mode(squarepeg: Squarepeg) -> None:
+    done = run_with_input(squarepeg, b"from the job\n", "-q", "--mode", "job", "-i", "alpine",
+                          "cat")
+    assert (done.code, done.stdout) == (0, b"from the job\n"), done.stderr
+
+
+def test_tty_alone_gives_a_terminal(squarepeg: Squarepeg) -> None:
+    done = squarepeg("run", "-q", "-t", "alpine", "sh", "-c", "test -t 0 && test -t 1 && "
+                     "echo terminal")
+    assert (done.code, done.stdout) == (0, b"terminal\r\n"), done.stderr
+
+
+def test_it_with_piped_stdin_warns_once_and_runs_as_i(squarepeg: Squarepeg) -> None:
+    done = run_with_input(squarepeg, b"x\ny\n", "-it", "alpine", "sh", "-c",
+                          "test -t 0 || echo no terminal; cat")
+    assert (done.code, done.stdout) == (0, b"no terminal\nx\ny\n"), done.stderr
+    warnings = [line for line in done.lines if "warning:" in line]
+    assert len(warnings) == 1 and "not a terminal" in warnings[0], done.lines
+
+
+def test_refused_attach_exits_125_and_leaves_nothing(
+        kubesim_factory: Any, tmp_path: Path) -> None:
+    sim = kubesim_factory({"tokens": {"bob-token": {"user": "bob", "rules": [
+        {"verbs": ["*"], "resources": ["pods", "pods/log", "events", "jobs"],
+         "api_groups": ["", "batch"]}]}}})
+    runner = Squarepeg(sim, "default", tmp_path)
+    try:
+        process = runner.start("run", "--context", "kubesim-bob", "-i", "alpine", "cat",
+                               stdin=subprocess.PIPE)
+        out, err = process.communicate(input=b"never read\n", timeout=RUN_SECONDS)
+    finally:
+        runner.close()
+    lines = err.decode().splitlines()
+    assert process.returncode == 125, lines
+    errors = [line for line in lines if "error:" in line]
+    assert len(errors) == 1 and "you may not attach to pods" in errors[0], lines
+    assert "`create` on `pods/attach`" in errors[0] and out == b""
+    wait_until(lambda: names(sim, "default") == [], 30, "the pod to be deleted")
+
+
+def test_refused_upgrade_names_the_proxy(kubesim_factory: Any, tmp_path: Path) -> None:
+    sim = kubesim_factory({"options": {"refuse_upgrades": True}})
+    runner = Squarepeg(sim, "default", tmp_path)
+    try:
+        process = runner.start("run", "-i", "alpine", "cat", stdin=subprocess.PIPE)
+        _, err = process.communicate(input=b"x", timeout=RUN_SECONDS)
+    finally:
+        runner.close()
+    lines = err.decode().splitlines()
+    assert process.returncode == 125, lines
+    assert any("upgrade" in line and "proxy" in line for line in lines), lines
+    wait_until(lambda: names(sim, "default") == [], 30, "the pod to be deleted")
+
+
+# --- -it on a terminal ----------------------------------------------------------------------
+
+
+def _make_controlling_terminal() -> None:
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+class Terminal:
+    """squarepeg on a pty of its own (stdin, stdout and stderr), as in a user's shell."""
+
+    def __init__(self, squarepeg: Squarepeg, *args: str, rows: int = 24,
+                 columns: int = 80) -> None:
+        self.master, slave = os.openpty()
+        fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+        self.process = squarepeg.start(
+            *args, stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+            preexec_fn=_make_controlling_terminal,
+        )
+        os.close(slave)
+        self.output = b""
+
+    def type(self, text: bytes) -> None:
+        os.write(self.master, text)
+
+    def _read(self) -> None:
+        if select.select([self.master], [], [], 0.05)[0]:
+            try:
+                self.output += os.read(self.master, 65536)
+            except OSError:
+                pass
+
+    def wait_for(self, text: bytes, seconds: float = 60) -> None:
+        def seen() -> bool:
+            self._read()
+            return text in self.output
+        wait_until(seen, seconds, f"{text!r} on the terminal; it shows {self.output[-400:]!r}")
+
+    def wait(self, seconds: float = 60) -> int:
+        def ended() -> bool:
+            self._read()
+            return self.process.poll() is not None
+        wait_until(ended, seconds, f"squarepeg to exit; the terminal shows {self.output!r}")
+        return self.process.returncode
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        os.close(self.master)
+
+
+@pytest.fixture
+def terminal(squarepeg: Squarepeg) -> Iterator[list[Terminal]]:
+    started: list[Terminal] = []
+    yield started
+    for term in started:
+        term.close()
+
+
+def test_it_shell_on_a_terminal(squarepeg: Squarepeg, terminal: list[Terminal]) -> None:
+    term = Terminal(squarepeg, "run", "-q", "-it", "alpine", "sh", "-c",
+                    "echo printed before the attach; exec sh", rows=40, columns=100)
+    terminal.append(term)
+    term.wait_for(b"printed before the attach\r\n")  # from the log: the attach came later
+    term.type(b"stty size\r")
+    term.wait_for(b"40 100\r\n")
+    term.type(b"echo typed $((6*7))\r")
+    term.wait_for(b"typed 42\r\n")
+    # Ctrl-C goes to the container: it ends the sleep, not squarepeg.
+    term.type(b"sh -c 'echo sleeping; exec sleep 60' && echo slept\r")
+    term.wait_for(b"sleeping\r\n")
+    term.type(b"\x03")
+    term.type(b"echo still here\r")
+    term.wait_for(b"still here\r\n")
+    assert b"\nslept\r\n" not in term.output and term.process.poll() is None
+    term.type(b"exit 5\r")
+    assert term.wait() == 5, term.output
+    # What came before the attach, shown once: not lost, not doubled.
+    assert term.output.count(b"printed before the attach") == 1, term.output
