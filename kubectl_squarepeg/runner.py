@@ -300,7 +300,9 @@ class Run:
             timeout=self.plan.options.timeout,
             reporter=reporter,
             target=self.target,
+            progress=self.console.progress,
         )
+        self.console.end_progress()
         pod = self._watch.pod_name or self.plan.name
         if started.type != "DELETED":
             self._start_output(pod)

@@ -317,6 +317,25 @@ def _describe_hint(target: kubectl.Target, pod_name: str) -> str:
     return f"`kubectl describe pod {pod_name}{namespace}` shows the events"
 
 
+def startup_status(pod: Mapping[str, Any] | None, seconds: float) -> str:
+    """The status line of a run waiting for its pod: phase, the reason it waits, seconds."""
+    status = (pod or {}).get("status") or {}
+    reason = None
+    for container in status.get("containerStatuses") or []:
+        if container.get("name") == podstate.MAIN:
+            reason = ((container.get("state") or {}).get("waiting") or {}).get("reason")
+    for condition in status.get("conditions") or []:
+        if (
+            not reason
+            and condition.get("type") == "PodScheduled"
+            and condition.get("status") == "False"
+        ):
+            reason = condition.get("reason")
+    phase = status.get("phase") or "Pending"
+    detail = f"{phase}, {reason}" if reason else phase
+    return f"waiting for the pod: {detail} ({seconds:.0f}s)"
+
+
 def wait_for_start(
     watch: PodWatch,
     *,
@@ -324,15 +343,19 @@ def wait_for_start(
     reporter: EventReporter,
     target: kubectl.Target,
     clock: Callable[[], float] = time.monotonic,
+    progress: Callable[[str], None] | None = None,
 ) -> Event:
     """Wait until the followed pod's main container has started (or already ended).
 
     Returns the event that showed it, or a DELETED event. Raises StartupError on a
     fail-fast reason, or when `timeout` seconds pass first.
     """
-    deadline = clock() + timeout
+    began = clock()
+    deadline = began + timeout
     latest: Event | None = None
     while True:
+        if progress is not None:
+            progress(startup_status(latest.pod if latest else None, clock() - began))
         remaining = deadline - clock()
         if remaining <= 0:
             raise _timed_out(watch, latest, timeout, target)

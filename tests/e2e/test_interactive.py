@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import os
@@ -18,7 +19,7 @@ import pytest
 
 from tests.conftest import Kubesim
 from tests.e2e.conftest import Finished, Squarepeg, names, wait_until
-from tests.e2e.test_interrupt_e2e import kubectl_children_of
+from tests.e2e.test_interrupt_e2e import _make_controlling_terminal, kubectl_children_of
 
 RUN_SECONDS = 120
 
@@ -123,10 +124,6 @@ def test_refused_upgrade_names_the_proxy(kubesim_factory: Any, tmp_path: Path) -
 # --- -it on a terminal ----------------------------------------------------------------------
 
 
-def _make_controlling_terminal() -> None:
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-
 class Terminal:
     """squarepeg on a pty of its own (stdin, stdout and stderr), as in a user's shell."""
 
@@ -146,10 +143,8 @@ class Terminal:
 
     def _read(self) -> None:
         if select.select([self.master], [], [], 0.05)[0]:
-            try:
+            with contextlib.suppress(OSError):  # EIO: the terminal's last process ended
                 self.output += os.read(self.master, 65536)
-            except OSError:
-                pass
 
     def wait_for(self, text: bytes, seconds: float = 60) -> None:
         def seen() -> bool:
@@ -199,3 +194,36 @@ def test_it_shell_on_a_terminal(squarepeg: Squarepeg, terminal: list[Terminal]) 
     assert term.wait() == 5, term.output
     # What came before the attach, shown once: not lost, not doubled.
     assert term.output.count(b"printed before the attach") == 1, term.output
+
+
+# --- the status line while the pod starts ---------------------------------------------------
+
+SLOW_PULL = {"images": {"slowpull": {"cmd": ["sh", "-c", "echo pulled"], "pull_seconds": 2}}}
+
+
+def test_the_status_line_rewrites_itself_on_a_terminal(
+        kubesim_factory: Any, tmp_path: Path) -> None:
+    sim = kubesim_factory(SLOW_PULL)
+    runner = Squarepeg(sim, "default", tmp_path)
+    term = Terminal(runner, "run", "slowpull")
+    try:
+        assert term.wait() == 0, term.output
+    finally:
+        term.close()
+        runner.close()
+    shown = term.output
+    status = b"\r\x1b[Ksquarepeg: waiting for the pod: Pending, ContainerCreating ("
+    assert shown.count(status) >= 2, shown  # rewritten in place, at least once
+    # Erased before the container's output starts, and never ended with a newline.
+    before, _, after = shown.rpartition(status)
+    assert after.split(b"\r\x1b[K", 1)[1].lstrip(b"\r\n").startswith(b"pulled"), shown
+    assert b"s)\r\n" not in shown
+    wait_until(lambda: names(sim, "default") == [], 30, "the pod to be deleted")
+
+
+def test_no_status_line_in_a_pipe(kubesim_factory: Any, tmp_path: Path) -> None:
+    sim = kubesim_factory(SLOW_PULL)
+    done = Squarepeg(sim, "default", tmp_path)("run", "slowpull")
+    assert (done.code, done.stdout) == (0, b"pulled\n"), done.stderr
+    assert "waiting for the pod" not in done.stderr and "\x1b" not in done.stderr
+    wait_until(lambda: names(sim, "default") == [], 30, "the pod to be deleted")
