@@ -245,8 +245,12 @@ def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
 @click.option("--dry-run", is_flag=True, help="Print the manifest; create nothing.")
 @click.option("--dry-run-server", is_flag=True, help="Have the apiserver check the manifest.")
 @click.option("-q", "--quiet", is_flag=True, help="No status messages on stderr.")
-@click.option("-i", "--interactive", is_flag=True, help="Send stdin to the container.")
-@click.option("-t", "--tty", is_flag=True, help="Give the container a terminal.")
+@click.option(
+    "-i", "--interactive", is_flag=True, help="Send stdin to the container (kubectl attach)."
+)
+@click.option(
+    "-t", "--tty", is_flag=True, help="Give the container a terminal; -it attaches yours."
+)
 @_many("--config", metavar="FILE", help="Read this config file too (highest precedence).")
 @click.option("--service-account", metavar="NAME", help="Service account to run as.")
 @_many("--node-selector", metavar="KEY=VALUE", help="Only run on nodes with this label.")

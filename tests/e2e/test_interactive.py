@@ -8,6 +8,7 @@ import fcntl
 import hashlib
 import os
 import select
+import signal
 import struct
 import subprocess
 import termios
@@ -215,7 +216,7 @@ def test_the_status_line_rewrites_itself_on_a_terminal(
     status = b"\r\x1b[Ksquarepeg: waiting for the pod: Pending, ContainerCreating ("
     assert shown.count(status) >= 2, shown  # rewritten in place, at least once
     # Erased before the container's output starts, and never ended with a newline.
-    before, _, after = shown.rpartition(status)
+    after = shown.rpartition(status)[2]
     assert after.split(b"\r\x1b[K", 1)[1].lstrip(b"\r\n").startswith(b"pulled"), shown
     assert b"s)\r\n" not in shown
     wait_until(lambda: names(sim, "default") == [], 30, "the pod to be deleted")
@@ -227,3 +228,23 @@ def test_no_status_line_in_a_pipe(kubesim_factory: Any, tmp_path: Path) -> None:
     assert (done.code, done.stdout) == (0, b"pulled\n"), done.stderr
     assert "waiting for the pod" not in done.stderr and "\x1b" not in done.stderr
     wait_until(lambda: names(sim, "default") == [], 30, "the pod to be deleted")
+
+
+def test_sigterm_during_it_keeps_its_two_stage_meaning(
+        squarepeg: Squarepeg, terminal: list[Terminal], kubesim: Kubesim,
+        namespace: str) -> None:
+    term = Terminal(squarepeg, "run", "-it", "--name", "term", "alpine", "sh", "-c",
+                    "echo attached-shell; exec sh")
+    terminal.append(term)
+    term.wait_for(b"attached-shell\r\n")
+    term.type(b"echo typed\r")
+    term.wait_for(b"typed\r\n")
+    before = termios.tcgetattr(term.master)
+    assert not before[3] & termios.ECHO  # kubectl holds the terminal in raw mode
+    term.process.send_signal(signal.SIGTERM)
+    assert term.wait() == 130, term.output
+    assert b"SIGTERM" in term.output
+    # The terminal is given back as it was: line editing and echo on again.
+    after = termios.tcgetattr(term.master)
+    assert after[3] & termios.ECHO and after[3] & termios.ICANON
+    wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be deleted")
