@@ -17,90 +17,30 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+import click
+from click.core import ParameterSource
+
+from kubectl_squarepeg import __version__
+from kubectl_squarepeg.errors import INTERRUPTED, RUNNER_FAILED, SquarepegError, UsageError
 
 if TYPE_CHECKING:
     from kubectl_squarepeg.connect import Connection, KubeconfigProbe
     from kubectl_squarepeg.console import Console
-    from kubectl_squarepeg.headstart import HeadStart
     from kubectl_squarepeg.manifest import Plan
 
 F = TypeVar("F", bound=Callable[..., Any])
 PROG_NAME = "kubectl squarepeg"
-EXECUTABLE = "kubectl-squarepeg"
 SUFFIX_BYTES = 3  # the generated name's 6 hex characters
-
-# --- the speculative kubeconfig probe ------------------------------------------------------
-# `kubectl config view --minify` costs about as much as Python and click take to start, and
-# a dry run must cost at most twice that command (scripts/bench-dry-run). So when this
-# process is the `kubectl-squarepeg run ...` executable, the probe is started from a quick
-# scan of argv before click is even imported. The scan may guess wrong (it does not know
-# every option); then connect() sees the probe was started for other settings, discards
-# it and starts the right one: a wrong guess costs time, never correctness.
-
-# Options of `run` that take no value; every other one takes the next word (or `=value`).
-# tests/unit/test_cli_prescan.py keeps this in step with the click options below.
-RUN_SWITCHES = frozenset(
-    {
-        "--privileged",
-        "--read-only",
-        "--rm",
-        "--keep",
-        "--dry-run",
-        "--dry-run-server",
-        "-q",
-        "--quiet",
-        "-P",
-        "--publish-all",
-        "-i",
-        "--interactive",
-        "-t",
-        "--tty",
-        "-d",
-        "--detach",
-        "--help",
-    }
-)
-_PROBE_OPTIONS = {
-    "-n": "namespace",
-    "--namespace": "namespace",
-    "--context": "context",
-    "--kubeconfig": "kubeconfig",
-}
-
-
-def prescan_run(args: Sequence[str]) -> dict[str, Any] | None:
-    """What `run` options before IMAGE say about the probe; None if `args` is not a run."""
-    if not args or args[0] != "run":
-        return None
-    found: dict[str, Any] = {
-        "dry_run": False,
-        "dry_run_server": False,
-        "namespace": None,
-        "context": None,
-        "kubeconfig": None,
-    }
-    words = iter(args[1:])
-    for word in words:
-        if word == "--" or word == "-" or not word.startswith("-"):
-            break  # IMAGE, or the end of the options
-        name, equals, value = word.partition("=")
-        if not word.startswith("--") and len(name) > 2:
-            name, value, equals = name[:2], word[2:], "attached"  # -nNAMESPACE
-        if not equals and name not in RUN_SWITCHES:
-            value = next(words, "")
-        if name in _PROBE_OPTIONS:
-            found[_PROBE_OPTIONS[name]] = value or None
-        elif name in ("--dry-run", "--dry-run-server"):
-            found[name[2:].replace("-", "_")] = True
-        elif name == "--help":
-            return None  # only the help text: nothing to probe
-    return found
 
 
 def _start_probe(flags: Mapping[str, Any]) -> KubeconfigProbe | None:
-    """Start `kubectl config view --minify` now, unless a dry run already knows the namespace."""
+    """Start `kubectl config view --minify` now, unless a dry run already knows the namespace.
+
+    It runs while the config files load; connect() collects it (or, if config changed the
+    context or kubeconfig, discards it and starts the right one)."""
     if flags["dry_run"] and flags["namespace"] and not flags["context"]:
         return None
     from kubectl_squarepeg.connect import KubeconfigProbe
@@ -112,42 +52,14 @@ def _start_probe(flags: Mapping[str, Any]) -> KubeconfigProbe | None:
         return None  # connect() reports it, or a dry run does without
 
 
-def _start_head_start(flags: Mapping[str, Any]) -> HeadStart | None:
-    """Start the run's create and watch now, if an earlier run's view names the target."""
-    if flags["dry_run"] or flags["dry_run_server"]:
-        return None
-    from kubectl_squarepeg import headstart
-
-    return headstart.start_if_remembered(flags["context"], flags["kubeconfig"], flags["namespace"])
-
-
-def _speculative_start(argv: Sequence[str]) -> tuple[KubeconfigProbe | None, HeadStart | None]:
-    if not argv or os.path.basename(argv[0]) != EXECUTABLE:
-        return None, None  # imported by tests or `python -m`: no side effect
-    scanned = prescan_run(argv[1:])
-    if scanned is None:
-        return None, None
-    probe = head = None
-    try:
-        head = _start_head_start(scanned)  # first: its kubectl start-ups take the longest
-        probe = _start_probe(scanned)
-    except Exception:  # only a head start: the run starts its own and reports any failure
-        pass
-    return probe, head
-
-
-_early_probe, _head_start = _speculative_start(sys.argv)
-
-import click  # noqa: E402  (after the probe has started, on purpose)
-from click.core import ParameterSource  # noqa: E402
-
-from kubectl_squarepeg import __version__  # noqa: E402
-from kubectl_squarepeg.errors import (  # noqa: E402
-    INTERRUPTED,
-    RUNNER_FAILED,
-    SquarepegError,
-    UsageError,
-)
+def new_run_id() -> str:
+    """A random (version 4) UUID, as uuid.uuid4() makes it, without importing uuid (which
+    imports platform and costs a dry run a few milliseconds)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    text = raw.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -272,18 +184,15 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
     Everything after IMAGE is the container's command (its args), flags included.
     """
     console = _console(ctx)
-    # The kubeconfig probe (a kubectl process) runs while Python imports and reads the
-    # config files; connect() collects it. It started at import time when argv allowed.
-    global _early_probe, _head_start
-    probe, _early_probe = _early_probe or _start_probe(flags), None
-    head, _head_start = _head_start, None
+    # The kubeconfig probe (a kubectl process, unless the view is cached) runs while
+    # Python imports and reads the config files; connect() collects it.
+    probe = _start_probe(flags)
 
     import dataclasses
     from pathlib import Path
 
     from kubectl_squarepeg import config, manifest, yamlout
     from kubectl_squarepeg.connect import connect
-    from kubectl_squarepeg.headstart import new_run_id
     from kubectl_squarepeg.options import build_run_options, check_image
 
     check_image(flags["image"])
@@ -312,21 +221,19 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
         options,
         merged,
         namespace=connection.namespace,
-        run_id=head.run_id if head is not None else new_run_id(),
+        run_id=new_run_id(),
         suffix=os.urandom(SUFFIX_BYTES).hex(),
         username=_username(os.environ),
     )
     for warning in plan.warnings:
         console.warn(warning)
     if options.dry_run:
-        if head is not None:
-            head.discard()
         if connection.degraded:
             console.status(f"{connection.degraded}; namespace {connection.namespace}")
         sys.stdout.write(yamlout.dump(plan.manifest))
         return 0
     console.status(connection.banner())
-    return _execute(plan, connection, console, head)
+    return _execute(plan, connection, console)
 
 
 def _console(ctx: click.Context) -> Console:
@@ -419,21 +326,18 @@ def sweep(ctx: click.Context, /, **flags: Any) -> int:
 # client-side --dry-run never gets here.
 
 
-def _execute(
-    plan: Plan, connection: Connection, console: Console, head: HeadStart | None = None
-) -> int:
+def _execute(plan: Plan, connection: Connection, console: Console) -> int:
     """Create what `plan` describes (or, with --dry-run-server, have the apiserver check it)
     and return the exit code.
 
     Receives the finished Plan (manifest, kind, name, namespace, run id, created-by, and the
     RunOptions as `plan.options`), the resolved Connection (kubectl target, namespace,
     in-cluster or not) and the Console (quiet already set; the "using context" banner and
-    any dropped-config warnings are already printed), and the head start, if one was
-    started (headstart.py), which the run uses if it fits, or discards.
+    any dropped-config warnings are already printed).
     """
     from kubectl_squarepeg import runner
 
-    return runner.execute(plan, connection, console, head)
+    return runner.execute(plan, connection, console)
 
 
 # --- completion: completion.py's ---------------------------------------------------------

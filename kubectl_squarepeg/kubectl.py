@@ -1,14 +1,24 @@
-"""The one door to processes: every child squarepeg starts is a `kubectl` started here.
+"""The one door to processes: every child squarepeg starts is a `kubectl` started here,
+through sh.
 
-Owns how a child is started (subprocess, in a session of its own, with the parent-death
-signal, stdout and stderr read as raw bytes by threads of ours), the arguments that point
-kubectl at the user's cluster (`--context`, `--kubeconfig`, `--namespace`), and the
-registry of running children, so that every exit path can end them. The terminal's Ctrl-C
-reaches squarepeg only, and squarepeg decides what happens to its children.
+Owns how a child is started (sh's background command, in a session of its own, with the
+parent-death signal, no shell, every exit code accepted and judged by the caller), the
+arguments that point kubectl at the user's cluster (`--context`, `--kubeconfig`,
+`--namespace`), and the registry of running children, so that every exit path can end
+them. The terminal's Ctrl-C reaches squarepeg only, and squarepeg decides what happens to
+its children.
+
+sh is imported on the first start, never at import time: `--help`, `--version`, a dry run
+with a cached kubeconfig view and `config view` start no process and do not pay for sh
+(tests/unit/test_lazy_sh.py). A finished call's stdout and stderr are sh's, kept as raw
+bytes. A stream (a watch, a log) is read from a pipe of ours that sh hands the child as
+its stdout: sh's own reader holds a chunk until `_out_bufsize` bytes have arrived (a watch
+event would wait for 64 KiB) or, line-buffered, reads 1 KiB at a time and calls back once
+a line (24 MB/s here, against 340 MB/s this way); README, Decisions ("sh, the one door").
 
 Never builds a shell command line, never puts a manifest in argv (it goes on stdin), and
 never decides what a kubectl failure means to the user: callers turn a `Result` into a
-typed error. Why subprocess and not sh: README, Decisions ("No sh").
+typed error.
 """
 
 from __future__ import annotations
@@ -20,12 +30,11 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kubectl_squarepeg.errors import ClusterError, KubectlMissing
 
@@ -37,19 +46,10 @@ _TERMINATE_GRACE_SECONDS = 2.0
 # (scripts/bench-stream). 1 MiB is what an unprivileged process may ask for by default
 # (/proc/sys/fs/pipe-max-size); where it cannot be had, the default stays.
 _STDOUT_PIPE_BYTES = 1 << 20
-# kubectl's start-up (its command tree, its API scheme) is mostly allocation: with the Go
-# garbage collector's target at 200% instead of 100%, `kubectl version --client` took 62 ms
-# of CPU instead of 78 to 90 here, for a peak heap at most 1.5 times as large (its RSS grew
-# by 0.5 MB). Every run starts five kubectl processes on what may be a 2-core machine. A
-# GOGC the user set wins.
-_KUBECTL_GOGC = "200"
 
 
 class Target(NamedTuple):
-    """Where kubectl talks to: the user's context, kubeconfig file and namespace.
-
-    A NamedTuple, not a dataclass: the argv prescan builds one before anything imports
-    dataclasses (and, through it, inspect), which would delay the head start."""
+    """Where kubectl talks to: the user's context, kubeconfig file and namespace."""
 
     context: str | None = None
     kubeconfig: str | None = None
@@ -131,10 +131,16 @@ def _die_with_parent_hook() -> Callable[[], None] | None:
     return hook
 
 
+def switched_off(optimization: str) -> bool:
+    """Whether $SQUAREPEG_WITHOUT (a comma list) names `optimization`: scripts/bench-run
+    times a run with and without each start-up optimization, in one run (README,
+    Decisions). Never needed by a user; a name it does not know is ignored."""
+    return optimization in os.environ.get("SQUAREPEG_WITHOUT", "").split(",")
+
+
 def _child_environment() -> dict[str, str]:
-    environ = dict(os.environ)
-    environ.setdefault("GOGC", _KUBECTL_GOGC)
-    return environ
+    """The user's environment, whole: sh's `_env` replaces it rather than adding to it."""
+    return dict(os.environ)
 
 
 def _kubectl_path() -> str:
@@ -149,39 +155,38 @@ def _kubectl_path() -> str:
 
 
 class Child:
-    """A running kubectl in its own session, registered until it has been reaped."""
+    """A running kubectl (sh's background command) in its own session, registered until it
+    has been reaped."""
 
     def __init__(
         self,
         argv: tuple[str, ...],
         argv_tail: tuple[str, ...],
-        pid: int,
-        wait_for_exit: Callable[[], int],
-        stderr: bytearray,
+        command: Any,
         *,
-        stdout: bytearray | None = None,
         sink: _ByteSink | None = None,
-        readers: Sequence[_PipeReader] = (),
+        reader: _PipeReader | None = None,
     ) -> None:
         self.argv = argv
         self.argv_tail = argv_tail  # the verb and what follows, without the target's flags
-        self.pid = pid
-        self._wait_for_exit = wait_for_exit
-        self._stderr = stderr
-        self._stdout = stdout
+        self._command = command  # sh.RunningCommand
+        self.pid: int = command.pid
         self._sink = sink
-        self._readers = tuple(readers)
+        self._reader = reader
         self.exit_code: int | None = None
         self._done = threading.Event()
-        # A blocking waitpid on a thread of our own reaps the child at once and then joins
-        # the reader threads, so all output has been delivered when `_done` is set.
+        _register(self)  # before the reaper, which unregisters it
+        # sh's own `wait(timeout)` polls every 0.1 s, and its reader threads wait up to 1 s
+        # for a reap nobody asks for: a blocking wait on a thread of ours reaps the child
+        # at once (sh then finishes reading stderr), and joins our stdout reader, so all
+        # output has been delivered when `_done` is set.
         threading.Thread(target=self._reap, name=f"reap-{self.pid}", daemon=True).start()
 
     def _reap(self) -> None:
         try:
-            self.exit_code = self._wait_for_exit()
-            for reader in self._readers:
-                reader.join()
+            self.exit_code = self._command.process.wait()
+            if self._reader is not None:
+                self._reader.join()
         finally:
             _unregister(self)
             self._done.set()
@@ -198,19 +203,16 @@ class Child:
 
     @property
     def stderr(self) -> bytes:
-        return bytes(self._stderr)
+        data: bytes = self._command.process.stderr
+        return data
 
     @property
     def stdout(self) -> bytes:
         """What the child printed, when it was started without `on_stdout`."""
-        return bytes(self._stdout) if self._stdout is not None else b""
-
-    def deliver_stdout(self, callback: Callable[[bytes], None]) -> None:
-        """Hand stdout to `callback` from now on, after what arrived before this call (for a
-        child started with `stdout_later`)."""
-        if self._sink is None:
-            raise ValueError("this child's stdout is not delivered to a callback")
-        self._sink.attach(callback)
+        if self._sink is not None:
+            return b""
+        data: bytes = self._command.process.stdout
+        return data
 
     @property
     def callback_failure(self) -> BaseException | None:
@@ -261,42 +263,22 @@ atexit.register(terminate_all)
 
 
 class _ByteSink:
-    """Receives a child's stdout or stderr as raw bytes and hands them to a callback.
+    """Hands a child's stdout, as raw bytes, to a callback on the reader thread.
 
-    The callback may be given later (`attach`): what arrives before is kept for it, in
-    order. An exception in the callback would otherwise be lost on a reader thread (and
-    the child would then block on a full pipe), so the first one is kept for the caller and
-    everything after it is discarded.
+    An exception in the callback would otherwise be lost on that thread (and the child
+    would then block on a full pipe), so the first one is kept for the caller and every
+    chunk after it is read and discarded.
     """
 
-    def __init__(self, callback: Callable[[bytes], None] | None) -> None:
+    def __init__(self, callback: Callable[[bytes], None]) -> None:
         self._callback = callback
-        self._kept: list[bytes] = []
-        self._lock = threading.Lock()
         self.failure: BaseException | None = None
 
     def write(self, chunk: bytes) -> None:
-        callback = self._callback
-        if callback is None:
-            with self._lock:
-                callback = self._callback
-                if callback is None:
-                    self._kept.append(chunk)
-                    return
-        self._deliver(callback, chunk)
-
-    def attach(self, callback: Callable[[bytes], None]) -> None:
-        with self._lock:
-            for chunk in self._kept:
-                self._deliver(callback, chunk)
-            self._kept.clear()
-            self._callback = callback
-
-    def _deliver(self, callback: Callable[[bytes], None], chunk: bytes) -> None:
         if self.failure is not None:
             return
         try:
-            callback(chunk)
+            self._callback(chunk)
         except BaseException as exc:
             self.failure = exc
 
@@ -375,6 +357,44 @@ class HeldStdin:
             os.close(self._write_fd)
 
 
+_door_lock = threading.Lock()
+_doors: dict[str, Any] = {}
+_devnull_fd: int | None = None
+
+
+def _door(path: str) -> Any:
+    """`sh.Command(path)` with the options every child needs, made once per path: sh's
+    defaults give the child a pty, decode its output, print a failure twice from a thread,
+    raise on any exit code but 0, and leave the child in squarepeg's process group
+    (../shared/design/library-notes.md has the list)."""
+    with _door_lock:
+        door = _doors.get(path)
+        if door is None:
+            import sh  # here, not at the top: see the module's docstring
+
+            door = sh.Command(path).bake(
+                _return_cmd=True,
+                _bg=True,
+                _bg_exc=False,
+                _tty_in=False,
+                _tty_out=False,
+                _new_session=True,
+                _ok_code=list(range(-64, 256)),
+            )
+            _doors[path] = door
+        return door
+
+
+def _no_input() -> int:
+    """/dev/null, opened once: the stdin of a child that reads nothing (sh would otherwise
+    start a thread to write it nothing)."""
+    global _devnull_fd
+    with _door_lock:
+        if _devnull_fd is None:
+            _devnull_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        return _devnull_fd
+
+
 def start(
     args: Sequence[str],
     target: Target | None = None,
@@ -382,7 +402,6 @@ def start(
     stdin: bytes | HeldStdin | int = b"",
     stdout_fd: int | None = None,
     on_stdout: Callable[[bytes], None] | None = None,
-    stdout_later: bool = False,
     out_bufsize: int = 65536,
     namespaced: bool = True,
 ) -> Child:
@@ -390,73 +409,53 @@ def start(
 
     With `on_stdout`, every chunk of stdout (at most `out_bufsize` bytes, whatever has
     arrived) is handed to it as bytes on a reader thread, so it must lock shared state, and
-    nothing is kept; with `stdout_later`, stdout is kept until `Child.deliver_stdout` names
-    its callback; otherwise it is kept for `collect`. `stdin` as an int is a file
+    nothing is kept; otherwise sh keeps it for `collect`. `stdin` as an int is a file
     descriptor the child reads itself (squarepeg's own stdin, for an attach); `stdout_fd`
     likewise gives the child a descriptor of ours as its stdout, read by no thread here.
     """
     argv = (*(target.global_args(namespaced=namespaced) if target else []), *args)
-    kept = None if on_stdout is not None or stdout_later else bytearray()
-    sink = _ByteSink(on_stdout if kept is None else kept.extend)
-    stderr = bytearray()
-    stderr_reader = _PipeReader(_ByteSink(stderr.extend), 65536)
-    stdout_reader = (
-        None
-        if stdout_fd is not None
-        else _PipeReader(sink, out_bufsize, capacity=_STDOUT_PIPE_BYTES)
-    )
-    readers = (stderr_reader,) if stdout_reader is None else (stdout_reader, stderr_reader)
-    held = (
-        stdin
-        if isinstance(stdin, HeldStdin)
-        else HeldStdin()
-        if isinstance(stdin, bytes) and stdin
-        else None
-    )
-    child_stdin = (
-        held.read_fd
-        if held is not None
-        else stdin
-        if isinstance(stdin, int)
-        else subprocess.DEVNULL
-    )
+    sink = _ByteSink(on_stdout) if on_stdout is not None else None
+    reader = _PipeReader(sink, out_bufsize, capacity=_STDOUT_PIPE_BYTES) if sink else None
+    held: HeldStdin | None = None
+    child_stdin: bytes | int
+    if isinstance(stdin, HeldStdin):
+        held = stdin
+        child_stdin = held.read_fd
+    elif isinstance(stdin, int):
+        child_stdin = stdin  # fd 0 included: not "no input"
+    else:
+        child_stdin = stdin or _no_input()
+    options: dict[str, Any] = {"_in": child_stdin, "_env": _child_environment()}
+    if reader is not None:
+        options["_out"] = reader.write_fd
+    elif stdout_fd is not None:
+        options["_out"] = stdout_fd
+    else:
+        options["_out_bufsize"] = 65536  # read at the end: big reads, no line splitting
+    hook = _die_with_parent_hook()
+    if hook is not None:
+        options["_preexec_fn"] = hook
     try:
-        process = subprocess.Popen(
-            [_kubectl_path(), *argv],
-            stdin=child_stdin,
-            stdout=stdout_fd if stdout_reader is None else stdout_reader.write_fd,
-            stderr=stderr_reader.write_fd,
-            start_new_session=True,
-            preexec_fn=_die_with_parent_hook(),
-            env=_child_environment(),
-        )
+        command = _door(_kubectl_path())(*argv, **options)
     except BaseException as exc:
-        for reader in readers:
+        if reader is not None:
             reader.abandon()
         if held is not None:
             held.started()
             held.close()
-        if isinstance(exc, FileNotFoundError):  # removed since `_kubectl_path` looked
-            raise KubectlMissing("kubectl was not found on PATH", "install kubectl") from exc
+        if type(exc).__name__ in ("CommandNotFound", "ForkException"):
+            # gone since `_kubectl_path` looked, or not executable
+            raise KubectlMissing(
+                f"kubectl could not be started ({str(exc).strip().splitlines()[-1]})",
+                "install kubectl (https://kubernetes.io/docs/tasks/tools/) and make sure "
+                "`kubectl version --client` works",
+            ) from None
         raise
-    for reader in readers:
+    if reader is not None:
         reader.started()
     if held is not None:
         held.started()
-    child = Child(
-        tuple(argv),
-        tuple(args),
-        process.pid,
-        process.wait,
-        stderr,
-        stdout=kept,
-        sink=sink if stdout_fd is None else None,
-        readers=readers,
-    )
-    _register(child)
-    if isinstance(stdin, bytes) and held is not None:
-        held.release(stdin)
-    return child
+    return Child(tuple(argv), tuple(args), command, sink=sink, reader=reader)
 
 
 def run(

@@ -11,11 +11,10 @@ exit-code extraction are shielded, so a first Ctrl-C lets them finish.
 The orphan sweep starts on its own thread once the output streams (or, if the container
 never started, at cleanup), provided the create succeeded (a create that failed has
 nothing to ride along with); the exit path waits for it. Kept costs low on purpose
-(scripts/bench-run): a clean run starts four kubectl processes of its own (the create and
-the watch, normally started by headstart.py before click has even loaded, the create given
-its manifest here; the log stream; the delete, started when the container starts and
-handed the object at the end, so that the exit pays one request rather than a kubectl
-start-up), plus the sweep's list, and its delete when it found orphans.
+(scripts/bench-run): a clean run starts four kubectl processes of its own (the create, and
+the watch started while it is in flight; the log stream; the delete, started when the
+container starts and handed the object at the end, so that the exit pays one request rather
+than a kubectl start-up), plus the sweep's list, and its delete when it found orphans.
 """
 
 from __future__ import annotations
@@ -34,7 +33,6 @@ from kubectl_squarepeg.errors import INTERRUPTED, ClusterError, Interrupted, Squ
 if TYPE_CHECKING:
     from kubectl_squarepeg import sweep, terminal
     from kubectl_squarepeg.connect import Connection
-    from kubectl_squarepeg.headstart import HeadStart
     from kubectl_squarepeg.manifest import Plan
 
 MAIN = podstate.MAIN
@@ -73,6 +71,13 @@ _UNREACHABLE = (
 )
 
 
+# A webhook says `admission webhook "X" denied the request: ...`; a ValidatingAdmissionPolicy
+# says `... is forbidden: ValidatingAdmissionPolicy 'X' with binding 'Y' denied request: ...`
+# (seen on the real kube-apiserver 1.34, tests/e2e/test_cluster_policy.py).
+_ADMISSION_DENIALS = ("admission webhook", "denied the request", "denied request",
+                      "validatingadmissionpolicy")
+
+
 def rejection(result: kubectl.Result, kind: str, name: str, namespace: str) -> ClusterError:
     """A failed `kubectl create` as the user should see it: kubectl's reason and what to do."""
     reason = result.error_text
@@ -84,7 +89,7 @@ def rejection(result: kubectl.Result, kind: str, name: str, namespace: str) -> C
             f"free some of the quota, or ask for less (--cpus, --memory); "
             f"`kubectl describe resourcequota {ns}` shows what is used"
         )
-    elif "admission webhook" in lowered or "denied the request" in lowered:
+    elif any(word in lowered for word in _ADMISSION_DENIALS):
         hint = (
             "the cluster's admission policy refused the manifest; change what it names "
             "(`--dry-run-server` checks without creating anything)"
@@ -151,7 +156,6 @@ class Run:
         out: BinaryIO | None = None,
         follower: Callable[..., Follower] | None = None,
         shields: _Shields | None = None,
-        head_start: HeadStart | None = None,
     ) -> None:
         self.plan = plan
         self.target = connection.target
@@ -168,7 +172,6 @@ class Run:
         self._out = out if out is not None else sys.stdout.buffer
         self._stdin_fd = 0  # squarepeg's own stdin: what -i hands to kubectl attach
         self._follower_factory = follower
-        self._head_start = head_start
         self.shields: _Shields = shields or _NoShields()
         self.created = False
         self.uid: str | None = None
@@ -207,17 +210,9 @@ class Run:
                 self.uid = None
 
     def _start_create_and_watch(self) -> kubectl.Child:
-        """The create, and the watch beside it: the head start's when it fits this run,
-        released now; otherwise the create first (it is what the run waits for), then the
-        watch, which tolerates a pod that does not exist yet, so their start-ups overlap."""
-        head, self._head_start = self._head_start, None
+        """The create first (it is what the run waits for), then the watch, which tolerates
+        a pod that does not exist yet, so that their start-ups overlap."""
         pod_watch = self._new_watch()
-        if head is not None and head.fits(self.target, self.plan.manifest):
-            head.held.release(_manifest_bytes(self.plan))
-            pod_watch.adopt(head.watch)
-            return head.create
-        if head is not None:
-            head.discard()
         creating = kubectl.start_create(self.target, _manifest_bytes(self.plan))
         pod_watch.start(early=True)
         return creating
@@ -356,7 +351,7 @@ class Run:
 
     def _prepare_delete(self) -> None:
         """Start the final delete's kubectl now, while the container runs (kubectl.py)."""
-        if not self.plan.options.keep:
+        if not self.plan.options.keep and not kubectl.switched_off("prepared-delete"):
             self._pending_delete = kubectl.prepare_delete(self.target, self.plan.kind)
 
     def _delete(self) -> None:
@@ -391,16 +386,14 @@ class Run:
         self.console.status(f"its output: {self.resource.logs_command()}")
 
 
-def run_lifecycle(
-    plan: Plan, connection: Connection, console: Console, head_start: HeadStart | None = None
-) -> int:
+def run_lifecycle(plan: Plan, connection: Connection, console: Console) -> int:
     """Run the plan on the cluster, guarded by the two-stage interrupt; the exit code.
 
     A signal during the run makes the exit code 130 whatever else happened; the cleanup
     (delete unless kept, the sweep's end) runs shielded, so a first signal cannot cut it
     short, while a second one abandons it (interrupt.py).
     """
-    run = Run(plan, connection, console, head_start=head_start)
+    run = Run(plan, connection, console)
     with interrupt.guard(run.resource, console) as handler:
         run.shields = handler
         try:
@@ -417,13 +410,9 @@ def run_lifecycle(
         return INTERRUPTED if handler.interrupted else code
 
 
-def execute(
-    plan: Plan, connection: Connection, console: Console, head_start: HeadStart | None = None
-) -> int:
+def execute(plan: Plan, connection: Connection, console: Console) -> int:
     """What `run` does once the plan and the connection are known: a server-side dry run,
-    or the whole lifecycle (with the head start of headstart.py, if any)."""
+    or the whole lifecycle."""
     if plan.options.dry_run_server:
-        if head_start is not None:
-            head_start.discard()
         return dry_run_server(plan, connection, console)
-    return run_lifecycle(plan, connection, console, head_start)
+    return run_lifecycle(plan, connection, console)

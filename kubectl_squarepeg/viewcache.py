@@ -18,8 +18,8 @@ import json
 import os
 from collections.abc import Mapping
 
-# Paths are strings (os.path), not pathlib: the argv prescan reads this cache before
-# anything imports pathlib.
+# Paths are strings (os.path), not pathlib: a dry run whose view is cached need not
+# import pathlib for it.
 PathLike = str | os.PathLike[str]
 
 FILE_NAME = "kubeconfig-views.json"

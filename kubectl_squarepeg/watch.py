@@ -113,12 +113,6 @@ class WatchProcess(Protocol):
     def terminate(self) -> None: ...
 
 
-class AdoptedWatch(WatchProcess, Protocol):
-    """A watch started before its PodWatch existed, whose stdout is handed over later."""
-
-    def deliver_stdout(self, callback: Callable[[bytes], None]) -> None: ...
-
-
 class PodWatch:
     """The run's pod, watched by one kubectl at a time, restarted whenever it ends.
 
@@ -175,12 +169,6 @@ class PodWatch:
             )
         else:
             self._child = self._start(self._target, name=self._pod, on_stdout=deliver)
-
-    def adopt(self, child: AdoptedWatch) -> None:
-        """Follow a watch started by someone else (headstart.py) as the first one: it selects
-        this run's pods by another label, and its output from the start is delivered now."""
-        child.deliver_stdout(self._on_stdout(JsonStream()))
-        self._child = child
 
     def start(self, *, early: bool = False) -> None:
         """Start watching. `early`: the pod may not exist yet (its create is in flight).

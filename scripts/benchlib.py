@@ -40,12 +40,14 @@ class Sim:
 
 
 @contextlib.contextmanager
-def kubesim(scenario: str | None = None) -> Iterator[Sim]:
-    """Start `scripts/kubesim serve` in a temporary folder; stop it on the way out."""
+def kubesim(scenario: str | None = None, *, latency_ms: int = 0) -> Iterator[Sim]:
+    """Start `scripts/kubesim serve` in a temporary folder; stop it on the way out.
+    `latency_ms` stands for a remote API server's round trip (kubesim's --latency)."""
     with tempfile.TemporaryDirectory(prefix="squarepeg-bench-") as tmp:
         work = Path(tmp)
         kubeconfig = work / "kubeconfig"
-        argv = [str(ROOT / "scripts" / "kubesim"), "serve", "--kubeconfig", str(kubeconfig)]
+        argv = [str(ROOT / "scripts" / "kubesim"), "serve", "--kubeconfig", str(kubeconfig),
+                "--latency", str(latency_ms)]
         if scenario is not None:
             (work / "scenario.yaml").write_text(scenario)
             argv += ["--scenario", str(work / "scenario.yaml")]

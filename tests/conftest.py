@@ -1,18 +1,28 @@
-"""Fixtures shared by every test that needs a cluster: kubesim as a process.
+"""Fixtures shared by every test that needs a cluster: kubesim or localkube as a process.
+
+Which cluster the e2e tests use: `--cluster kubesim|localkube` or the environment variable
+SQUAREPEG_TEST_CLUSTER (default kubesim). Tests outside tests/e2e always use kubesim.
 
 - `kubesim` (module scope): `scripts/kubesim serve` in its own process group on a free port,
   with a fresh directory for its kubeconfig and its own KUBECACHEDIR. Yields a `Kubesim`:
   `.kubeconfig` (Path), `.env` (os.environ + KUBECONFIG + KUBECACHEDIR), `.url`, `.token`,
-  `.ctl(*args) -> str` (scripts/kubesim ctl; raises on failure) and
-  `.kubectl(*args, input=None, check=False) -> CompletedProcess` (the real kubectl, bytes).
-  While it is active, KUBECONFIG and KUBECACHEDIR are also set in os.environ (in-process
-  code such as kubectl_squarepeg.kubectl.run starts kubectl with os.environ).
+  `.context` (the kubeconfig's context name), `.ctl(*args) -> str` (scripts/kubesim ctl;
+  raises on failure) and `.kubectl(*args, input=None, check=False) -> CompletedProcess` (the
+  real kubectl, bytes). While it is active, KUBECONFIG and KUBECACHEDIR are also set in
+  os.environ (in-process code such as kubectl_squarepeg.kubectl.run starts kubectl with
+  os.environ). tests/e2e/conftest.py overrides it with the selected cluster.
+- `localkube_session` (session scope): one `scripts/localkube serve` for the whole run (the
+  real control plane takes seconds to start, not milliseconds); a `Localkube` has the same
+  attributes, its `ctl` runs `scripts/localkube ctl` (restart, evict, delete-pod).
 - `kubesim_factory` (function scope): `factory(scenario: dict | None = None) -> Kubesim`, a
   simulator of the test's own; every one is stopped at teardown.
-- `namespace` (function scope): a fresh namespace; at teardown it waits for no pod and no
-  Job to be left in it and fails the test if some are (then force-deletes them).
+- `namespace` (function scope): a fresh namespace (on localkube: once its `default` service
+  account exists, as pods are refused before); at teardown it waits for no pod and no Job to
+  be left in it and fails the test if some are (then force-deletes them).
+- Markers: `kubesim_only(reason)` skips a test on localkube, `localkube_only(reason)` on
+  kubesim; the reason names the fault or object only one cluster has.
 
-At teardown a simulator gets SIGTERM, then SIGKILL for its whole group if it has not ended
+At teardown a cluster gets SIGTERM, then SIGKILL for its whole group if it has not ended
 within the deadline, and the teardown fails if any process started under it is still alive.
 """
 
@@ -38,26 +48,64 @@ from tests.kubesim.launcher import alive, descendants
 
 ROOT = Path(__file__).resolve().parent.parent
 KUBESIM = ROOT / "scripts" / "kubesim"
+LOCALKUBE = ROOT / "scripts" / "localkube"
+CLUSTERS = ("kubesim", "localkube")
 READY_SECONDS = 30.0
+LOCALKUBE_READY_SECONDS = 180.0
+LOCALKUBE_BUILD_SECONDS = 3600.0
 STOP_SECONDS = 20.0
 NAMESPACE_DRAIN_SECONDS = 15.0
 KUBECTL_SECONDS = 60.0
 
 
 class KubesimError(RuntimeError):
-    """kubesim did not start, or a ctl call failed."""
+    """A cluster did not start, or a ctl call failed."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--cluster", choices=CLUSTERS, default=None,
+                     help="the cluster of the e2e tests (default: $SQUAREPEG_TEST_CLUSTER, "
+                          "else kubesim)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "kubesim_only(reason): needs what only kubesim has")
+    config.addinivalue_line("markers", "localkube_only(reason): needs the real control plane")
+
+
+def selected_cluster(config: pytest.Config) -> str:
+    chosen = config.getoption("--cluster") or os.environ.get("SQUAREPEG_TEST_CLUSTER") \
+        or "kubesim"
+    if chosen not in CLUSTERS:
+        raise pytest.UsageError(f"SQUAREPEG_TEST_CLUSTER={chosen!r}: use one of {CLUSTERS}")
+    return str(chosen)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    cluster = selected_cluster(config)
+    for item in items:
+        for name, other in (("kubesim_only", "localkube"), ("localkube_only", "kubesim")):
+            marker = item.get_closest_marker(name)
+            if marker is not None and cluster == other and "/e2e/" in str(item.path):
+                reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "")
+                item.add_marker(pytest.mark.skip(reason=f"{name.replace('_', ' ')}: {reason}"))
 
 
 class Kubesim:
     """One running `scripts/kubesim serve` process and how to talk to it."""
 
+    script = KUBESIM
+    name = "kubesim"
+    context = "kubesim"
+    ready_seconds = READY_SECONDS
+
     def __init__(self, workdir: Path, scenario: dict[str, Any] | None = None):
         self.workdir = workdir
         self.kubeconfig = workdir / "kubeconfig"
         self.cache = workdir / "kube-cache"
-        self.out = workdir / "kubesim.out"
-        self.err = workdir / "kubesim.err"
-        argv = [str(KUBESIM), "serve", "--kubeconfig", str(self.kubeconfig)]
+        self.out = workdir / f"{self.name}.out"
+        self.err = workdir / f"{self.name}.err"
+        argv = [str(self.script), "serve", "--kubeconfig", str(self.kubeconfig)]
         if scenario is not None:
             scenario_file = workdir / "scenario.yaml"
             scenario_file.write_text(yaml.safe_dump(scenario), encoding="utf-8")
@@ -77,29 +125,29 @@ class Kubesim:
             raise
 
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + READY_SECONDS
+        deadline = time.monotonic() + self.ready_seconds
         while time.monotonic() < deadline:
             text = self.out.read_text(encoding="utf-8", errors="replace")
-            match = re.search(r"kubesim: ready on (https://\S+)", text)
+            match = re.search(rf"{self.name}: ready on (https://\S+)", text)
             if match and self.kubeconfig.exists():
                 self.url = match.group(1)
                 config = yaml.safe_load(self.kubeconfig.read_text(encoding="utf-8"))
                 self.token = config["users"][0]["user"]["token"]
                 return
             if self.process.poll() is not None:
-                raise KubesimError(f"kubesim exited with {self.process.returncode} before it "
-                                   f"was ready:\n{self.err.read_text(errors='replace')}")
+                raise KubesimError(f"{self.name} exited with {self.process.returncode} before "
+                                   f"it was ready:\n{self.err.read_text(errors='replace')}")
             time.sleep(0.02)
-        raise KubesimError(f"kubesim was not ready within {READY_SECONDS:g}s:\n"
+        raise KubesimError(f"{self.name} was not ready within {self.ready_seconds:g}s:\n"
                            f"{self.err.read_text(errors='replace')}")
 
     def ctl(self, *args: str) -> str:
-        """`scripts/kubesim ctl --kubeconfig K ARGS...`; its stdout, or KubesimError."""
-        done = subprocess.run([str(KUBESIM), "ctl", "--kubeconfig", str(self.kubeconfig),
+        """`scripts/NAME ctl --kubeconfig K ARGS...`; its stdout, or KubesimError."""
+        done = subprocess.run([str(self.script), "ctl", "--kubeconfig", str(self.kubeconfig),
                                *args], env=self.env, capture_output=True, timeout=120,
                               stdin=subprocess.DEVNULL)
         if done.returncode != 0:
-            raise KubesimError(f"kubesim ctl {' '.join(args)} failed ({done.returncode}): "
+            raise KubesimError(f"{self.name} ctl {' '.join(args)} failed ({done.returncode}): "
                                f"{done.stderr.decode(errors='replace').strip()}")
         return done.stdout.decode()
 
@@ -127,7 +175,7 @@ class Kubesim:
             self._kill_group()
             code = self.process.wait(10)
             if check:
-                raise KubesimError(f"kubesim did not stop within {STOP_SECONDS:g}s of "
+                raise KubesimError(f"{self.name} did not stop within {STOP_SECONDS:g}s of "
                                    "SIGTERM; its process group was killed") from None
         left = alive(started)
         deadline = time.monotonic() + 5
@@ -138,55 +186,104 @@ class Kubesim:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         if check:
-            assert not left, f"processes started under kubesim outlived it: {sorted(left)}"
-            assert code == 0, f"kubesim exited {code}:\n{self.err.read_text(errors='replace')}"
+            assert not left, f"processes started under {self.name} outlived it: {sorted(left)}"
+            assert code == 0, \
+                f"{self.name} exited {code}:\n{self.err.read_text(errors='replace')}"
 
     def _kill_group(self) -> None:
         with contextlib.suppress(OSError):
             os.killpg(self.process.pid, signal.SIGKILL)
 
 
-def _start(tmp_path_factory: pytest.TempPathFactory,
+class Localkube(Kubesim):
+    """One running `scripts/localkube serve`: the real control plane and the node agent."""
+
+    script = LOCALKUBE
+    name = "localkube"
+    context = "localkube"
+    ready_seconds = LOCALKUBE_READY_SECONDS
+
+
+def build_localkube() -> None:
+    """`scripts/localkube build`: nothing when the binaries are cached, else the Go build."""
+    done = subprocess.run([str(LOCALKUBE), "build"], capture_output=True,
+                          timeout=LOCALKUBE_BUILD_SECONDS, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        raise KubesimError(f"scripts/localkube build failed ({done.returncode}):\n"
+                           f"{done.stderr.decode(errors='replace')}")
+
+
+@pytest.fixture(scope="session")
+def localkube_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Localkube]:
+    build_localkube()
+    cluster = Localkube(tmp_path_factory.mktemp("localkube"))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def start_kubesim(tmp_path_factory: pytest.TempPathFactory,
            scenario: dict[str, Any] | None) -> Kubesim:
     return Kubesim(tmp_path_factory.mktemp("kubesim"), scenario)
 
 
-@pytest.fixture(scope="module")
-def kubesim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubesim]:
-    sim = _start(tmp_path_factory, None)
+def serving(cluster: Kubesim) -> Iterator[Kubesim]:
+    """Yield `cluster` with its KUBECONFIG and KUBECACHEDIR set in os.environ."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KUBECONFIG", str(cluster.kubeconfig))
+        patch.setenv("KUBECACHEDIR", str(cluster.cache))
+        yield cluster
+
+
+def clusters(make: Callable[[dict[str, Any] | None], Kubesim],
+             ) -> Iterator[Callable[[dict[str, Any] | None], Kubesim]]:
+    """A factory of clusters made by `make(scenario)`, each the active one once made, all
+    stopped (and checked) at the end."""
+    started: list[Kubesim] = []
+    with pytest.MonkeyPatch.context() as patch:
+
+        def factory(scenario: dict[str, Any] | None = None) -> Kubesim:
+            cluster = make(scenario)
+            started.append(cluster)
+            patch.setenv("KUBECONFIG", str(cluster.kubeconfig))
+            patch.setenv("KUBECACHEDIR", str(cluster.cache))
+            return cluster
+
+        try:
+            yield factory
+        finally:
+            problems = []
+            for cluster in started:
+                try:
+                    cluster.stop()
+                except (AssertionError, KubesimError) as exc:
+                    problems.append(str(exc))
+            assert not problems, "\n".join(problems)
+
+
+def kubesim_alone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubesim]:
+    sim = start_kubesim(tmp_path_factory, None)
     try:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setenv("KUBECONFIG", str(sim.kubeconfig))
-            patch.setenv("KUBECACHEDIR", str(sim.cache))
-            yield sim
+        yield from serving(sim)
     finally:
         sim.stop()
+
+
+@pytest.fixture(scope="module")
+def kubesim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubesim]:
+    yield from kubesim_alone(tmp_path_factory)
 
 
 @pytest.fixture
 def kubesim_factory(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Callable[[dict[str, Any] | None], Kubesim]]:
-    started: list[Kubesim] = []
-    with pytest.MonkeyPatch.context() as patch:
+    yield from clusters(lambda scenario: start_kubesim(tmp_path_factory, scenario))
 
-        def factory(scenario: dict[str, Any] | None = None) -> Kubesim:
-            sim = _start(tmp_path_factory, scenario)
-            started.append(sim)
-            patch.setenv("KUBECONFIG", str(sim.kubeconfig))
-            patch.setenv("KUBECACHEDIR", str(sim.cache))
-            return sim
 
-        try:
-            yield factory
-        finally:
-            problems = []
-            for sim in started:
-                try:
-                    sim.stop()
-                except (AssertionError, KubesimError) as exc:
-                    problems.append(str(exc))
-            assert not problems, "\n".join(problems)
+def _service_account_exists(sim: Kubesim, namespace: str) -> bool:
+    return sim.kubectl("get", "serviceaccount", "default", "-n", namespace).returncode == 0
 
 
 def _leftovers(sim: Kubesim, namespace: str) -> list[str]:
@@ -202,6 +299,9 @@ def namespace(kubesim: Kubesim, request: pytest.FixtureRequest) -> Iterator[str]
     name = f"t-{slug}-{uuid.uuid4().hex[:6]}"
     created = kubesim.kubectl("create", "namespace", name)
     assert created.returncode == 0, created.stderr.decode(errors="replace")
+    if isinstance(kubesim, Localkube):
+        wait_until(lambda: _service_account_exists(kubesim, name), 30,
+                   f"the default service account of namespace {name}")
     yield name
     left: list[str] = []
     try:

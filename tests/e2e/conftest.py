@@ -1,4 +1,11 @@
-"""Running the installed `kubectl-squarepeg` as a process against kubesim, for e2e tests.
+"""Running the installed `kubectl-squarepeg` as a process against a cluster, for e2e tests.
+
+The cluster is the selected one (tests/conftest.py: `--cluster` or SQUAREPEG_TEST_CLUSTER):
+here the `kubesim` fixture is kubesim, or the session's localkube, under the same name and
+with the same attributes, so every e2e test runs on either. `kubesim_factory` on localkube
+starts a localkube of the test's own when the scenario only sets the node's images and
+options, and skips the test (kubesim only) when it needs scenario objects that localkube
+makes with real objects instead (quotas, admission rules, tokens, nodes).
 
 The `squarepeg` fixture runs the command in a scratch working directory with its own empty
 config home, so no config file of the machine or of the developer takes part, and with the
@@ -12,13 +19,22 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import (
+    Kubesim,
+    Localkube,
+    clusters,
+    kubesim_alone,
+    selected_cluster,
+    serving,
+    start_kubesim,
+)
 from tests.helpers import wait_until
 
 __all__ = ["Finished", "Squarepeg", "counting_kubectl", "names", "wait_until"]
@@ -118,6 +134,37 @@ class Squarepeg:
             if process.poll() is None:
                 process.kill()
             process.communicate()
+
+
+LOCALKUBE_SCENARIO_KEYS = frozenset({"images", "options"})
+
+
+@pytest.fixture(scope="module")
+def kubesim(request: pytest.FixtureRequest,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubesim]:
+    """The selected cluster, shared by the module's tests (see the module docstring)."""
+    if selected_cluster(request.config) == "localkube":
+        yield from serving(request.getfixturevalue("localkube_session"))
+    else:
+        yield from kubesim_alone(tmp_path_factory)
+
+
+@pytest.fixture
+def kubesim_factory(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[[dict[str, Any] | None], Kubesim]]:
+    on_localkube = selected_cluster(request.config) == "localkube"
+
+    def make(scenario: dict[str, Any] | None) -> Kubesim:
+        if not on_localkube:
+            return start_kubesim(tmp_path_factory, scenario)
+        extra = sorted(set(scenario or {}) - LOCALKUBE_SCENARIO_KEYS)
+        if extra:
+            pytest.skip(f"kubesim only: the scenario's {', '.join(extra)} are kubesim's own "
+                        "rules (localkube tests make them with real objects)")
+        return Localkube(tmp_path_factory.mktemp("localkube"), scenario)
+
+    yield from clusters(make)
 
 
 @pytest.fixture

@@ -1008,9 +1008,11 @@ def test_help_and_version_load_only_click(sandbox: Sandbox) -> None:
         assert not {"yaml", "sh", "jsonpatch"} & imported_modules(sandbox, *args)
 
 
-def test_a_dry_run_never_imports_sh(sandbox: Sandbox) -> None:
-    modules = imported_modules(sandbox, "run", "--dry-run", "alpine")
+def test_a_dry_run_that_asks_no_kubectl_never_imports_sh(sandbox: Sandbox) -> None:
+    # With -n, a dry run needs no `kubectl config view`: no process, so no sh (a cached
+    # view is tests/e2e/test_lazy_sh.py's).
+    modules = imported_modules(sandbox, "run", "--dry-run", "-n", "team", "alpine")
     assert "sh" not in modules and "asyncio" not in modules
     assert "yaml" not in modules  # no config file: PyYAML is not needed either
     sandbox.write("project/.squarepeg.yaml", "cpus: 1\n")
-    assert "sh" not in imported_modules(sandbox, "run", "--dry-run", "alpine")
+    assert "sh" not in imported_modules(sandbox, "run", "--dry-run", "-n", "team", "alpine")

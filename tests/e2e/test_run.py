@@ -34,11 +34,11 @@ def test_exit_codes_come_back_verbatim(squarepeg: Squarepeg) -> None:
 
 
 def test_banner_names_context_and_namespace_unless_quiet(
-    squarepeg: Squarepeg, namespace: str
+    squarepeg: Squarepeg, kubesim: Any, namespace: str
 ) -> None:
     loud = squarepeg("run", "alpine", "true")
     assert loud.code == 0
-    assert loud.has_line("kubesim", namespace), loud.lines
+    assert loud.has_line(kubesim.context, namespace), loud.lines
     quiet = squarepeg("run", "-q", "alpine", "true")
     assert quiet.code == 0
     assert quiet.lines == []

@@ -1,10 +1,12 @@
 """The command line of kubesim (`scripts/kubesim`, `python -m tests.kubesim`).
 
-    serve --kubeconfig FILE [--scenario FILE] [--port N] [--verbose]
+    serve --kubeconfig FILE [--scenario FILE] [--port N] [--latency MS] [--verbose]
         Start a simulated cluster, write FILE (context `kubesim`, namespace `default`), print
         one line `kubesim: ready on https://127.0.0.1:PORT (kubeconfig FILE)` on stdout, serve
         until SIGTERM or SIGINT, then stop the cluster half (every container process ends)
-        and exit 0; exit 3 when a process it started outlived the stop.
+        and exit 0; exit 3 when a process it started outlived the stop. --latency MS holds
+        every answer MS milliseconds (and every new connection's handshake), as a remote
+        API server's round trip would; 0, the default, answers at once.
     ctl --kubeconfig FILE VERB [ARGS]
         drop-logs [--after-bytes N] | drop-watches | restart --down SECONDS |
         evict NAMESPACE/POD | delete-pod NAMESPACE/POD [--grace-period N] | stats |
@@ -96,7 +98,7 @@ def serve(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    sim = KubeSim(scenario, port=args.port, verbose=args.verbose)
+    sim = KubeSim(scenario, port=args.port, verbose=args.verbose, latency_ms=args.latency)
     try:
         sim.start()
     except OSError as exc:
@@ -196,6 +198,16 @@ def ctl(args: argparse.Namespace) -> int:
     return 0
 
 
+def _milliseconds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of milliseconds >= 0")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="kubesim", description="A Kubernetes cluster simulator "
                                   "that the real kubectl talks to.")
@@ -204,6 +216,8 @@ def parser() -> argparse.ArgumentParser:
     serve_p.add_argument("--kubeconfig", required=True, help="where to write the kubeconfig")
     serve_p.add_argument("--scenario", help="a scenario YAML file (see scenario.py)")
     serve_p.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    serve_p.add_argument("--latency", type=_milliseconds, default=0, metavar="MS",
+                         help="hold every answer MS ms, as a remote server would (default 0)")
     serve_p.add_argument("--verbose", action="store_true", help="log every request")
     ctl_p = verbs.add_parser("ctl", help="inject a fault into a running simulator")
     ctl_p.add_argument("--kubeconfig", required=True, help="the kubeconfig serve wrote")

@@ -51,7 +51,8 @@ class KubeSim:
     """A simulated cluster listening on https://127.0.0.1:PORT."""
 
     def __init__(self, scenario: Scenario | None = None, *, port: int = 0,
-                 token: str | None = None, with_cluster: bool = True, verbose: bool = False):
+                 token: str | None = None, with_cluster: bool = True, verbose: bool = False,
+                 latency_ms: int = 0):
         self.token = token or secrets.token_urlsafe(24)
         self.scenario = (scenario or Scenario()).with_admin_token(self.token)
         self.store = Store()
@@ -59,8 +60,9 @@ class KubeSim:
         self.tls = tls.generate()
         self.admission = Admission(self.store, self.scenario)
         self.api = Api(self.store, self.logbook, self.scenario, self.admission, evict=self.evict)
+        # latency_ms stands for a remote API server's round trip (transport.py).
         self.transport = Transport(self.handle, self.tls.server_context(), port,
-                                   verbose=verbose)
+                                   verbose=verbose, latency=latency_ms / 1000)
         self.housekeeping = Housekeeping(self.store, self._delete_for_housekeeping)
         self.with_cluster = with_cluster
         self.cluster: Any = None

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import queue
 import select
 import socket
 import ssl
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -158,6 +160,8 @@ class _HttpServer(ThreadingHTTPServer):
         # a `kubectl delete` of 300 pods into a minute. Real apiservers (Go) set NODELAY.
         with contextlib.suppress(OSError):
             raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.transport.latency:
+            time.sleep(self.transport.latency)  # the TCP and TLS round trips
         try:
             tls = self.transport.tls_context.wrap_socket(raw, server_side=True)
         except (OSError, ssl.SSLError):
@@ -204,12 +208,19 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.command, urllib.parse.unquote(url.path),
             urllib.parse.parse_qs(url.query, keep_blank_values=True), self.headers, body,
         )
+        one_way = self.server.transport.latency / 2
+        if one_way:
+            time.sleep(one_way)  # the request on its way to the server
         reply = self.server.transport.handler(request)
         if isinstance(reply, Stream):
+            if one_way:
+                reply = _delayed(reply, one_way)
             self._stream(reply)
         elif isinstance(reply, Upgrade):
             self._upgrade(reply)
         else:
+            if one_way:
+                time.sleep(one_way)  # the answer on its way back
             self._reply(reply)
 
     def _read_chunked(self) -> bytes:
@@ -279,11 +290,63 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 stream.on_close()
 
 
+_END_OF_STREAM = object()
+
+
+def _delayed(stream: Stream, delay: float) -> Stream:
+    """`stream` with every chunk (the headers' first) leaving `delay` seconds after it was
+    produced. A thread pulls the original chunks as fast as they come and stamps them; the
+    connection's thread writes each at its time. A StreamDropped travels the same line."""
+    line: queue.Queue[tuple[float, object]] = queue.Queue()
+    stopped = threading.Event()
+
+    def pull() -> None:
+        try:
+            for chunk in stream.chunks:
+                line.put((time.monotonic() + delay, chunk))
+                if stopped.is_set():
+                    break
+            line.put((time.monotonic() + delay, _END_OF_STREAM))
+        except BaseException as exc:  # StreamDropped, or a bug: delivered in order
+            line.put((time.monotonic() + delay, exc))
+        finally:
+            close = getattr(stream.chunks, "close", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    close()
+
+    def chunks() -> Iterator[bytes]:
+        try:
+            while True:
+                try:
+                    due, item = line.get(timeout=1.0)
+                except queue.Empty:
+                    yield b""  # a heartbeat: the client may have gone meanwhile
+                    continue
+                pause = due - time.monotonic()
+                if pause > 0:
+                    time.sleep(pause)
+                if item is _END_OF_STREAM:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                assert isinstance(item, bytes)
+                yield item
+        finally:
+            stopped.set()
+
+    threading.Thread(target=pull, name="kubesim-delay-line", daemon=True).start()
+    time.sleep(delay)  # the headers, too, are an answer on its way back
+    return Stream(stream.code, chunks(), stream.content_type, stream.headers, stream.on_close)
+
+
 class Transport:
-    """Listens on 127.0.0.1:port with TLS and hands each request to `handler`."""
+    """Listens on 127.0.0.1:port with TLS and hands each request to `handler`; `latency`
+    (seconds) is the round trip of a remote server (the module's docstring)."""
 
     def __init__(self, handler: Handler, tls_context: ssl.SSLContext, port: int = 0,
-                 host: str = "127.0.0.1", verbose: bool = False):
+                 host: str = "127.0.0.1", verbose: bool = False, latency: float = 0.0):
+        self.latency = latency
         self.handler = handler
         self.tls_context = tls_context
         self.host = host

@@ -28,6 +28,13 @@ def failed(stderr: str) -> kubectl.Result:
             "(`--dry-run-server` checks without creating anything)",
         ),
         (
+            'Error from server (Forbidden): error when creating "STDIN": pods "p" is forbidden: '
+            "ValidatingAdmissionPolicy 'pinned' with binding 'pinned' denied request: images "
+            "must be pinned",
+            "the cluster's admission policy refused the manifest; change what it names "
+            "(`--dry-run-server` checks without creating anything)",
+        ),
+        (
             'Error from server (Forbidden): error when creating "STDIN": pods is forbidden: '
             'User "alice" cannot create resource "pods" in API group "" in the namespace "ns"',
             "you lack permission: `kubectl auth can-i create pods -n ns` checks, "

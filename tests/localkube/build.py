@@ -1,0 +1,131 @@
+"""The localkube binaries: etcd, kube-apiserver, kube-controller-manager and kube-scheduler,
+built from the Go module proxy at one pinned release and cached outside the checkout.
+
+Owns the pinned versions, where the binaries live and how they are built:
+
+- `gobuild/kube/` is a Go module of the project's own that requires `k8s.io/kubernetes` at
+  RELEASE and replaces each of its staging modules (`k8s.io/api`, `k8s.io/client-go`, ...,
+  `./staging/...` at v0.0.0 in kubernetes' own go.mod, which the proxy cannot serve) by the
+  published v0.MINOR.PATCH; `gobuild/etcd/` requires `go.etcd.io/etcd/server/v3`, in a
+  module of its own so that etcd's dependencies never move Kubernetes'.
+- The binaries go to `$XDG_CACHE_HOME/kubectl-squarepeg/localkube/RELEASE/bin` (default
+  `~/.cache/...`), beside a stamp holding the hash of the `gobuild/` files: a second start
+  builds nothing, a change to a go.mod rebuilds. Go's own caches (GOMODCACHE, GOCACHE) are
+  used as they are.
+- The API server reports RELEASE from `/version` only if the build says so: the version
+  variables of k8s.io/component-base and client-go are set with `-ldflags -X`, as
+  kubernetes' own build does (without them it answers v0.0.0-master and the kubectl
+  dispatcher cannot pick a kubectl by minor).
+- Builds run at `nice -n 19` (the machines are shared); each prints what it builds and how
+  long it took on the `log` callable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+RELEASE = "v1.34.4"
+ETCD_VERSION = "v3.6.16"
+GOBUILD = Path(__file__).resolve().parent / "gobuild"
+KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+BINARIES = ("etcd", *KUBE_COMMANDS)
+
+
+class BuildError(RuntimeError):
+    """go is missing or a build failed; str() says which and where its log is."""
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "kubectl-squarepeg" / "localkube"
+
+
+def bin_dir(release: str = RELEASE) -> Path:
+    return cache_root() / release / "bin"
+
+
+def source_hash() -> str:
+    """Hash of every file of the Go modules that make the binaries."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in GOBUILD.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(GOBUILD)).encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _stamp() -> Path:
+    return bin_dir() / ".source-hash"
+
+
+def is_built() -> bool:
+    directory = bin_dir()
+    return (all(os.access(directory / name, os.X_OK) for name in BINARIES)
+            and _stamp().is_file() and _stamp().read_text().strip() == source_hash())
+
+
+def version_ldflags(release: str = RELEASE) -> str:
+    major, minor = release.lstrip("v").split(".")[:2]
+    flags = ["-s", "-w"]
+    for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        flags += [f"-X {package}.gitVersion={release}", f"-X {package}.gitMajor={major}",
+                  f"-X {package}.gitMinor={minor}", f"-X {package}.gitTreeState=clean",
+                  f"-X {package}.buildDate=1970-01-01T00:00:00Z"]
+    return " ".join(flags)
+
+
+def _go_build(module: Path, packages: list[str], out: Path, ldflags: str,
+              log_file: Path) -> None:
+    go = shutil.which("go")
+    if go is None:
+        raise BuildError("localkube needs Go (1.24 or newer) on PATH to build the control plane")
+    env = {**os.environ, "GOFLAGS": "-buildvcs=false"}
+    argv = ["nice", "-n", "19", go, "build", "-trimpath", "-ldflags", ldflags, "-o", str(out),
+            *packages]
+    with log_file.open("ab") as handle:
+        handle.write(f"$ (cd {module} && {' '.join(argv)})\n".encode())
+        handle.flush()
+        done = subprocess.run(argv, cwd=module, env=env, stdout=handle, stderr=handle,
+                              stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        tail = log_file.read_text(errors="replace").splitlines()[-15:]
+        raise BuildError(f"go build in {module} failed (exit {done.returncode}); the last "
+                         f"lines of {log_file}:\n" + "\n".join(tail))
+
+
+def ensure_built(log: Callable[[str], None]) -> bool:
+    """Build what is missing; True if something was built."""
+    if is_built():
+        return False
+    target = bin_dir()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="bin-", dir=target.parent))
+    log_file = target.parent / "build.log"
+    log_file.write_bytes(b"")
+    began = time.monotonic()
+    try:
+        log(f"building kube-apiserver, kube-controller-manager and kube-scheduler {RELEASE} "
+            f"from the Go module proxy (first time only; log: {log_file})")
+        step = time.monotonic()
+        _go_build(GOBUILD / "kube", [f"k8s.io/kubernetes/cmd/{c}" for c in KUBE_COMMANDS],
+                  staging, version_ldflags(), log_file)
+        log(f"built the Kubernetes control plane in {time.monotonic() - step:.0f}s")
+        step = time.monotonic()
+        log(f"building etcd {ETCD_VERSION}")
+        _go_build(GOBUILD / "etcd", ["go.etcd.io/etcd/server/v3"], staging / "etcd", "-s -w",
+                  log_file)
+        log(f"built etcd in {time.monotonic() - step:.0f}s")
+        (staging / ".source-hash").write_text(source_hash() + "\n")
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    log(f"build finished in {time.monotonic() - began:.0f}s; binaries in {target}")
+    return True

@@ -1,0 +1,449 @@
+"""The command line of localkube (`scripts/localkube`).
+
+    serve --kubeconfig FILE [--port N] [--scenario FILE]
+        Build what is missing (build.py), start etcd, kube-apiserver,
+        kube-controller-manager, kube-scheduler and the node agent in a state directory of
+        its own, write FILE (context `localkube`, namespace `default`, the admin token, the
+        CA), and print exactly one line on stdout once a pod can run:
+        `localkube: ready on https://127.0.0.1:PORT (kubeconfig FILE)`. Progress and timings
+        go to stderr. Runs until SIGTERM or Ctrl-C, then stops every process it started,
+        removes its state directory and exits 0 (1 if it could not start, 2 on bad usage).
+        A scenario file may give the node's `images` and kubelet `options` (see kubesim's
+        scenario.py); its other keys are for kubesim only and are refused.
+    build
+        Build what is missing and exit (0, or 1 if the build failed); prints what it built
+        and how long it took on stderr.
+    ctl --kubeconfig FILE restart --down SECONDS | evict NAMESPACE/POD |
+        delete-pod NAMESPACE/POD [--grace-period N]
+        Faults by real means: stop the kube-apiserver process, keep it down for SECONDS,
+        start it again on the same port (etcd keeps the state; the command returns once it
+        is stopped); a node-pressure eviction by the node agent; a graceful DELETE through
+        the API, as another actor's `kubectl delete`. Prints a JSON answer; exit 1 on error.
+
+"Ready" means: /readyz answers ok, the node agent's Node is registered, the `default`
+service account exists in `default` and `kube-system`, and a canary pod in `kube-system`
+was scheduled, ran and succeeded (then it is deleted). The kubeconfig carries the control
+socket's path in a cluster extension named `localkube`; `ctl` talks to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import json
+import queue
+import shutil
+import signal
+import socket
+import socketserver
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.kubesim.launcher import write_kubeconfig
+from tests.kubesim.scenario import ScenarioError, load_scenario
+from tests.localkube import build, pki
+from tests.localkube.agent import NODE_NAME, NodeAgent
+from tests.localkube.apiclient import ApiClient, ApiError, ApiUnavailable
+from tests.localkube.processes import (
+    SERVICE_IP,
+    Interrupted,
+    Layout,
+    StartError,
+    apiserver,
+    controller_manager,
+    etcd,
+    free_port,
+    scheduler,
+    wait_for,
+    write_component_kubeconfig,
+)
+
+START_SECONDS = 180.0
+CANARY = "localkube-canary"
+EXTENSION = "localkube"
+
+
+def say(message: str) -> None:
+    print(f"localkube: {message}", file=sys.stderr, flush=True)
+
+
+def _http_ok(url: str) -> bool:
+    import urllib.request
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+@dataclass
+class ControlRequest:
+    verb: str
+    args: dict[str, Any]
+    answer: queue.Queue[dict[str, Any]]
+
+
+class Cluster:
+    """Every process and thread of one running localkube."""
+
+    def __init__(self, layout: Layout, scenario_path: str | None) -> None:
+        self.layout = layout
+        self.scenario = load_scenario(scenario_path)
+        self.stop_requested = threading.Event()
+        self.api = ApiClient("127.0.0.1", layout.apiserver_port, layout.pki.admin.token,
+                             str(layout.pki.ca_cert))
+        self.etcd = etcd(layout)
+        self.apiserver = apiserver(layout)
+        kcm_config = layout.state / "controller-manager.kubeconfig"
+        scheduler_config = layout.state / "scheduler.kubeconfig"
+        write_component_kubeconfig(kcm_config, layout.server, layout.pki,
+                                   layout.pki.controller_manager)
+        write_component_kubeconfig(scheduler_config, layout.server, layout.pki,
+                                   layout.pki.scheduler)
+        self.controller_manager = controller_manager(layout, kcm_config)
+        self.scheduler = scheduler(layout, scheduler_config)
+        self.agent = NodeAgent(self.api, self.scenario, build.RELEASE)
+        self.requests: queue.Queue[ControlRequest] = queue.Queue()
+        self.control_path = layout.state / "control.sock"
+        self._control: socketserver.UnixStreamServer | None = None
+        self._agent_started = False
+        self._restarting = False
+
+    # -- start ----------------------------------------------------------------------------------
+
+    def _stopping(self) -> bool:
+        return self.stop_requested.is_set()
+
+    def _readyz(self) -> bool:
+        try:
+            self.api.request("GET", "/readyz")
+        except (ApiError, ApiUnavailable, ValueError):
+            return False
+        return True
+
+    def _exists(self, path: str) -> bool:
+        try:
+            self.api.request("GET", path)
+        except (ApiError, ApiUnavailable):
+            return False
+        return True
+
+    def start(self) -> None:
+        etcd_url = f"http://127.0.0.1:{self.layout.etcd_port}/health"
+        self.etcd.start()
+        wait_for(lambda: _http_ok(etcd_url), 30, "etcd to be healthy", self.etcd,
+                 self._stopping)
+        self.apiserver.start()
+        wait_for(self._readyz, 90, "kube-apiserver /readyz", self.apiserver, self._stopping)
+        self.controller_manager.start()
+        self.scheduler.start()
+        self.agent.start()
+        self._agent_started = True
+        for namespace in ("default", "kube-system"):
+            wait_for(lambda ns=namespace: self._exists(  # type: ignore[misc]
+                f"/api/v1/namespaces/{ns}/serviceaccounts/default"), 60,
+                f"the default service account of namespace {namespace}",
+                self.controller_manager, self._stopping)
+        self._canary()
+        self._serve_control()
+
+    def _canary(self) -> None:
+        """Run one pod through scheduler, node agent and API: proof that a pod can run."""
+        path = "/api/v1/namespaces/kube-system/pods"
+        self.api.request("POST", path, {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": CANARY},
+            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
+                     "containers": [{"name": "main", "image": "busybox",
+                                     "command": ["true"]}]}})
+
+        def succeeded() -> bool:
+            try:
+                pod = self.api.request("GET", f"{path}/{CANARY}")
+            except (ApiError, ApiUnavailable):
+                return False
+            return (pod.get("status") or {}).get("phase") == "Succeeded"
+
+        wait_for(succeeded, 60, f"the canary pod kube-system/{CANARY} to run on {NODE_NAME}",
+                 self.scheduler, self._stopping)
+        with contextlib.suppress(ApiError, ApiUnavailable):
+            self.api.request("DELETE", f"{path}/{CANARY}", {"gracePeriodSeconds": 0})
+
+    # -- the control socket -----------------------------------------------------------------------
+
+    def _serve_control(self) -> None:
+        cluster = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self) -> None:
+                try:
+                    request = json.loads(self.rfile.readline() or b"{}")
+                    answer = cluster.control(str(request.get("verb")), request.get("args") or {})
+                except Exception as exc:  # the client gets every error as an answer
+                    answer = {"error": str(exc)}
+                self.wfile.write(json.dumps(answer).encode() + b"\n")
+
+        server = socketserver.ThreadingUnixStreamServer(str(self.control_path), Handler)
+        server.daemon_threads = True
+        self._control = server
+        threading.Thread(target=server.serve_forever, name="localkube-control",
+                         daemon=True).start()
+
+    def control(self, verb: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Run on a control connection's thread; process work goes to the main thread."""
+        if verb == "evict":
+            namespace, name = str(args["namespace"]), str(args["name"])
+            if not self.agent.evict(namespace, name):
+                return {"error": f'pods "{name}" not found in {namespace}'}
+            return {"evicted": f"{namespace}/{name}"}
+        if verb == "delete-pod":
+            namespace, name = str(args["namespace"]), str(args["name"])
+            body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+            if args.get("gracePeriodSeconds") is not None:
+                body["gracePeriodSeconds"] = int(args["gracePeriodSeconds"])
+            try:
+                self.api.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", body)
+            except ApiError as exc:
+                return {"error": exc.message}
+            return {"deleted": f"{namespace}/{name}"}
+        if verb == "restart":
+            request = ControlRequest(verb, args, queue.Queue())
+            self.requests.put(request)
+            return request.answer.get(timeout=60)
+        return {"error": f"{verb}: not a fault localkube can make (kubesim only)"}
+
+    # -- running ----------------------------------------------------------------------------------
+
+    def _restart_apiserver(self, request: ControlRequest) -> None:
+        down = float(request.args.get("down") or 0)
+        self._restarting = True
+        began = time.monotonic()
+        self.apiserver.stop()
+        request.answer.put({"restarting": True, "down": down,
+                            "stopped_in": round(time.monotonic() - began, 2)})
+        if self.stop_requested.wait(down):
+            return
+        self.apiserver.start()
+        try:
+            wait_for(self._readyz, 90, "kube-apiserver /readyz after the restart",
+                     self.apiserver, self._stopping)
+        except Interrupted:
+            return
+        finally:
+            self._restarting = False
+        say(f"kube-apiserver restarted ({down:g}s down)")
+
+    def run_until_stopped(self) -> str | None:
+        """Serve control requests on this (the main) thread until a stop; the name of a
+        component that died, if one did."""
+        while not self.stop_requested.is_set():
+            try:
+                request = self.requests.get(timeout=0.5)
+            except queue.Empty:
+                request = None
+            if request is not None:
+                self._restart_apiserver(request)
+                continue
+            for component in (self.etcd, self.apiserver, self.controller_manager,
+                              self.scheduler):
+                if not component.running() and not self._restarting:
+                    return component.name
+        return None
+
+    def stop(self) -> None:
+        if self._control is not None:
+            self._control.shutdown()
+            self._control.server_close()
+        if self._agent_started:
+            self.agent.stop()
+        for component in (self.scheduler, self.controller_manager, self.apiserver, self.etcd):
+            component.stop()
+
+
+def admin_kubeconfig(layout: Layout, control: Path) -> dict[str, Any]:
+    ca = base64.b64encode(layout.pki.ca_cert.read_bytes()).decode()
+    return {
+        "apiVersion": "v1", "kind": "Config", "preferences": {},
+        "current-context": "localkube",
+        "clusters": [{"name": "localkube", "cluster": {
+            "server": layout.server, "certificate-authority-data": ca,
+            "extensions": [{"name": EXTENSION, "extension": {"control": str(control)}}]}}],
+        "users": [{"name": "localkube-admin", "user": {"token": layout.pki.admin.token}}],
+        "contexts": [{"name": "localkube", "context": {
+            "cluster": "localkube", "user": "localkube-admin", "namespace": "default"}}],
+    }
+
+
+def _check_scenario(path: str | None) -> None:
+    if path is None:
+        return
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    extra = sorted(set(data) - {"images", "options"})
+    if extra:
+        raise ScenarioError(f"localkube takes only `images` and `options` from a scenario; "
+                            f"make {extra} with real objects instead")
+    load_scenario(path)
+
+
+def serve(args: argparse.Namespace) -> int:
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        _check_scenario(args.scenario)
+    except (OSError, ScenarioError, yaml.YAMLError) as exc:
+        print(f"localkube: error: cannot use the scenario {args.scenario}: {exc}",
+              file=sys.stderr)
+        return 2
+    began = time.monotonic()
+    try:
+        built = build.ensure_built(say)
+    except build.BuildError as exc:
+        print(f"localkube: error: {exc}", file=sys.stderr)
+        return 1
+    if stop.is_set():
+        return 0
+    build_seconds = time.monotonic() - began
+    state = Path(tempfile.mkdtemp(prefix="localkube-"))
+    cluster: Cluster | None = None
+    try:
+        port = args.port or free_port()
+        layout = Layout(state=state, bin=build.bin_dir(),
+                        pki=pki.create(state / "pki", SERVICE_IP), apiserver_port=port,
+                        etcd_port=free_port(), etcd_peer_port=free_port())
+        cluster = Cluster(layout, args.scenario)
+        cluster.stop_requested = stop
+        started = time.monotonic()
+        try:
+            cluster.start()
+        except Interrupted:
+            return 0
+        except (StartError, ApiError, ApiUnavailable, OSError) as exc:
+            print(f"localkube: error: the cluster did not start: {exc}", file=sys.stderr)
+            return 1
+        kubeconfig = Path(args.kubeconfig).resolve()
+        write_kubeconfig(kubeconfig, admin_kubeconfig(layout, cluster.control_path))
+        say(f"Kubernetes {build.RELEASE} started in {time.monotonic() - started:.1f}s"
+            + (f" (build {build_seconds:.0f}s)" if built else "") + f"; state in {state}")
+        print(f"localkube: ready on {layout.server} (kubeconfig {kubeconfig})", flush=True)
+        died = cluster.run_until_stopped()
+        if died is not None:
+            component = next(c for c in (cluster.etcd, cluster.apiserver,
+                                         cluster.controller_manager, cluster.scheduler)
+                             if c.name == died)
+            print(f"localkube: error: {died} exited; the end of its log:\n{component.tail()}",
+                  file=sys.stderr)
+            return 1
+        return 0
+    finally:
+        if cluster is not None:
+            cluster.stop()
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def build_only() -> int:
+    try:
+        if not build.ensure_built(say):
+            say(f"{build.RELEASE} is built: {build.bin_dir()}")
+    except build.BuildError as exc:
+        print(f"localkube: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def control_path(kubeconfig: Path) -> Path:
+    config = yaml.safe_load(kubeconfig.read_text(encoding="utf-8"))
+    for cluster in config.get("clusters") or []:
+        for extension in cluster.get("cluster", {}).get("extensions") or []:
+            if extension.get("name") == EXTENSION:
+                return Path(extension["extension"]["control"])
+    raise RuntimeError(f"{kubeconfig} was not written by `localkube serve`")
+
+
+def control_request(kubeconfig: Path, verb: str, args: dict[str, Any],
+                    timeout: float = 120.0) -> dict[str, Any]:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(str(control_path(kubeconfig)))
+        sock.sendall(json.dumps({"verb": verb, "args": args}).encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    answer: dict[str, Any] = json.loads(data or b"{}")
+    return answer
+
+
+def _pod_ref(text: str) -> tuple[str, str]:
+    namespace, sep, name = text.partition("/")
+    if not sep or not namespace or not name:
+        raise SystemExit(f"localkube: error: expected NAMESPACE/POD, got {text!r}")
+    return namespace, name
+
+
+def ctl(args: argparse.Namespace) -> int:
+    params: dict[str, Any] = {}
+    if args.verb == "restart":
+        params["down"] = args.down
+    elif args.verb in ("evict", "delete-pod"):
+        params["namespace"], params["name"] = _pod_ref(args.pod)
+        if args.verb == "delete-pod":
+            params["gracePeriodSeconds"] = args.grace_period
+    try:
+        answer = control_request(Path(args.kubeconfig), args.verb, params)
+    except (OSError, RuntimeError, KeyError, ValueError) as exc:
+        print(f"localkube: error: {args.verb}: {exc}", file=sys.stderr)
+        return 1
+    if "error" in answer:
+        print(f"localkube: error: {args.verb}: {answer['error']}", file=sys.stderr)
+        return 1
+    print(json.dumps(answer))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="localkube", description="A real Kubernetes control "
+                                  "plane with a node agent, on 127.0.0.1, for the tests.")
+    verbs = top.add_subparsers(dest="command", required=True)
+    serve_p = verbs.add_parser("serve", help="build if needed, start a cluster, serve")
+    serve_p.add_argument("--kubeconfig", required=True, help="where to write the kubeconfig")
+    serve_p.add_argument("--port", type=int, default=0, help="API server port (default: free)")
+    serve_p.add_argument("--scenario", help="images and options for the node agent")
+    verbs.add_parser("build", help="build the binaries if they are not cached")
+    ctl_p = verbs.add_parser("ctl", help="inject a fault into a running cluster")
+    ctl_p.add_argument("--kubeconfig", required=True, help="the kubeconfig serve wrote")
+    faults = ctl_p.add_subparsers(dest="verb", required=True)
+    restart = faults.add_parser("restart", help="restart kube-apiserver (etcd keeps state)")
+    restart.add_argument("--down", type=float, required=True, help="seconds to stay down")
+    evict = faults.add_parser("evict", help="evict a pod for node pressure")
+    evict.add_argument("pod", help="NAMESPACE/POD")
+    delete = faults.add_parser("delete-pod", help="delete a pod as another actor would")
+    delete.add_argument("pod", help="NAMESPACE/POD")
+    delete.add_argument("--grace-period", type=int, default=None)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.command == "serve":
+        return serve(args)
+    if args.command == "build":
+        return build_only()
+    return ctl(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
