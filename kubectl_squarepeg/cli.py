@@ -16,15 +16,48 @@ while `run alpine -- ls` hands `--` on to the container, as `docker run` does.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Callable, Mapping
+from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 from click.core import ParameterSource
 
 from kubectl_squarepeg import __version__
+from kubectl_squarepeg import early_signals as _early_signal
 from kubectl_squarepeg.errors import INTERRUPTED, RUNNER_FAILED, SquarepegError, UsageError
+
+# --- Ctrl-C and hang-up before a run guards them ---------------------------------------------
+# A signal that arrives while squarepeg is still being imported (click, mostly)
+# must not become a KeyboardInterrupt traceback: the package remembers it (__init__.py) and
+# main() acts on it as soon as it can. From main() on, until a run's two-stage handler
+# (interrupt.py) takes over, SIGINT and SIGHUP end squarepeg with 130 and 129 and no
+# message: nothing has been created yet.
+HANGUP_EXIT = 128 + signal.SIGHUP
+_EARLY_SIGNALS = (signal.SIGINT, signal.SIGHUP)
+
+
+class _Signalled(BaseException):
+    """A SIGINT or SIGHUP before a run: not an Exception, so nothing on the way catches it
+    (click would turn a KeyboardInterrupt into a blank line and an Abort)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.exit_code = HANGUP_EXIT if signum == signal.SIGHUP else 130
+
+
+def _remember_signal(signum: int, frame: FrameType | None) -> None:
+    _early_signal.append(signum)
+
+
+def _raise_signal(signum: int, frame: FrameType | None) -> None:
+    if _early_signal:
+        return  # the first one is being acted on: squarepeg is on its way out
+    _early_signal.append(signum)
+    raise _Signalled(signum)
+
 
 if TYPE_CHECKING:
     from kubectl_squarepeg.connect import Connection, KubeconfigProbe
@@ -189,7 +222,6 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
     probe = _start_probe(flags)
 
     import dataclasses
-    from pathlib import Path
 
     from kubectl_squarepeg import config, manifest, yamlout
     from kubectl_squarepeg.connect import connect
@@ -205,7 +237,7 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
         explicit,
         merged,
         environ=os.environ,
-        read_text=lambda path: Path(path).read_text(encoding="utf-8"),
+        read_text=config.read_env_file_text,
     )
     console.quiet = options.quiet
     if options.interactive and options.tty and not sys.stdin.isatty():
@@ -225,15 +257,40 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
         suffix=os.urandom(SUFFIX_BYTES).hex(),
         username=_username(os.environ),
     )
+    _check_encodable(plan.manifest)
     for warning in plan.warnings:
         console.warn(warning)
     if options.dry_run:
+        for note in plan.notes:
+            console.status(note)
         if connection.degraded:
             console.status(f"{connection.degraded}; namespace {connection.namespace}")
         sys.stdout.write(yamlout.dump(plan.manifest))
         return 0
     console.status(connection.banner())
     return _execute(plan, connection, console)
+
+
+def _check_encodable(manifest: Any, path: str = "") -> None:
+    """Refuse a manifest with text that is not UTF-8: an argument, environment variable or
+    file given as bytes that do not decode (Python keeps them as lone surrogates), which
+    neither the dry run's output nor the API server could carry."""
+    if isinstance(manifest, dict):
+        for key, value in manifest.items():
+            _check_encodable(key, path)
+            _check_encodable(value, f"{path}.{key}" if path else str(key))
+    elif isinstance(manifest, list):
+        for index, item in enumerate(manifest):
+            _check_encodable(item, f"{path}[{index}]")
+    elif isinstance(manifest, str):
+        try:
+            manifest.encode("utf-8")
+        except UnicodeEncodeError:
+            # The value itself is not shown: it may be a secret (an env variable's value).
+            raise UsageError(
+                f"the manifest's {path or 'text'} is not UTF-8 text",
+                "give UTF-8 text in flags, environment variables and files",
+            ) from None
 
 
 def _console(ctx: click.Context) -> Console:
@@ -378,30 +435,43 @@ _NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 def main(argv: list[str] | None = None) -> NoReturn:
     """Entry point of the `kubectl-squarepeg` executable."""
+    try:
+        for signum in _EARLY_SIGNALS:
+            signal.signal(signum, _raise_signal)
+        if _early_signal:
+            raise _Signalled(_early_signal[0])
+        code = _main(argv)
+    except _Signalled as exc:  # also one that arrives while an error is being reported
+        code = exc.exit_code
+    for signum in _EARLY_SIGNALS:  # on the way out: one more is not worth a traceback
+        signal.signal(signum, _remember_signal)
+    _leave(code, fast=argv is None)
+
+
+def _main(argv: list[str] | None) -> int:
     from kubectl_squarepeg.console import Console
 
     console = Console()
     try:
         result = cli.main(args=argv, prog_name=PROG_NAME, standalone_mode=False, obj=console)
-        code = result if isinstance(result, int) else 0
+        return result if isinstance(result, int) else 0
     except SquarepegError as exc:
         console.error(exc.one_line())
-        code = exc.exit_code
+        return exc.exit_code
     except click.exceptions.Exit as exc:
-        code = exc.exit_code
+        return exc.exit_code
     except click.exceptions.Abort:
-        code = INTERRUPTED
+        return INTERRUPTED
     except _NO_ARGS_IS_HELP as exc:
         click.echo(exc.format_message())  # bare `kubectl squarepeg`: the help, not an error
-        code = 0
+        return 0
     except click.ClickException as exc:
         console.error(_usage_line(exc))
-        code = RUNNER_FAILED
+        return RUNNER_FAILED
     except KeyboardInterrupt:
-        code = INTERRUPTED
+        return INTERRUPTED
     except BrokenPipeError:
-        code = RUNNER_FAILED
-    _leave(code, fast=argv is None)
+        return RUNNER_FAILED
 
 
 def _leave(code: int, *, fast: bool) -> NoReturn:

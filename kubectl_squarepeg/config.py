@@ -20,6 +20,12 @@ Decisions the spec left open, also in the README:
 - `env: {NAME: null}` (or `- NAME` in list form) takes the local value, like `-e NAME`.
 - A list key also takes a single string (`env_file: .env`).
 - Duplicate keys in one mapping are an error (YAML libraries differ on which one wins).
+- A config file may come from a repository just cloned, so reading one is bounded: at most
+  MAX_FILE_BYTES are read, values nest at most MAX_DEPTH deep, and the file holds at most
+  MAX_VALUES values and MAX_TEXT_CHARS characters of text once its aliases are expanded
+  (each `*alias` counts the whole value it stands for). A file past a limit is one error
+  line, within a second, instead of minutes of CPU or gigabytes of memory ("billion
+  laughs"). A real config file is a few hundred bytes; the limits are far above that.
 """
 
 from __future__ import annotations
@@ -39,6 +45,12 @@ from kubectl_squarepeg.values import ValueProblem
 SYSTEM_CONFIG = Path("/etc/squarepeg/config.yaml")
 PROJECT_FILE = ".squarepeg.yaml"
 CONFIG_ENV = "SQUAREPEG_CONFIG"
+
+# The bounds on reading one config file (see the module docstring).
+MAX_FILE_BYTES = 1 << 20
+MAX_DEPTH = 64
+MAX_VALUES = 100_000
+MAX_TEXT_CHARS = 4 << 20
 
 _STR_TAG = "tag:yaml.org,2002:str"
 _NULL_TAG = "tag:yaml.org,2002:null"
@@ -254,6 +266,10 @@ class _Reader:
         self._loader: Any = None
         self._yaml: Any = None
         self._active: set[int] = set()
+        self._values = 0  # values met so far, each alias's counted again
+        self._chars = 0  # characters of scalar text met so far, likewise
+        self._depth = 0
+        self._merged: dict[int, list[tuple[Any, Any]]] = {}  # a mapping's pairs, by node id
 
     def read(self, data: bytes | str) -> _Node | None:
         # Imported here: a run with no config file never needs PyYAML (bench-dry-run).
@@ -278,8 +294,33 @@ class _Reader:
                     f"cannot read {self.source}: {' '.join(str(exc).split())}",
                     "save it as UTF-8 YAML text",
                 ) from None
+            except RecursionError:  # the pure-Python composer, on nesting past MAX_DEPTH
+                raise self._too_deep(1) from None
         finally:
             self._loader.dispose()
+
+    def _too_deep(self, line: int) -> ConfigError:
+        return ConfigError(
+            f"values nest more than {MAX_DEPTH} levels deep ({_where(self.source, line)})",
+            "a config file holds a few settings; write them with less nesting",
+        )
+
+    def _count(self, node: Any, line: int) -> None:
+        """Count one value (and its text) against the file's bounds."""
+        self._values += 1
+        if isinstance(node, self._yaml.ScalarNode):
+            self._chars += len(node.value)
+        if self._values > MAX_VALUES or self._chars > MAX_TEXT_CHARS:
+            what = (
+                f"more than {MAX_VALUES} values"
+                if self._values > MAX_VALUES
+                else f"more than {MAX_TEXT_CHARS >> 20} MiB of text"
+            )
+            raise ConfigError(
+                f"the file holds {what} once its YAML aliases are expanded "
+                f"({_where(self.source, line)})",
+                "a config file holds a few settings; write them out instead of aliases of aliases",
+            )
 
     def _node(self, node: Any) -> _Node:
         line = node.start_mark.line + 1
@@ -288,19 +329,24 @@ class _Reader:
                 f"a YAML alias refers to itself ({_where(self.source, line)})",
                 "write the value out instead of using a recursive alias",
             )
+        self._count(node, line)
         if isinstance(node, self._yaml.ScalarNode):
             return self._scalar(node, line)
+        if self._depth >= MAX_DEPTH:
+            raise self._too_deep(line)
         if node.tag not in (_SEQ_TAG, _MAP_TAG):  # e.g. !!python/object/apply
             raise ConfigError(
                 f"invalid YAML: the tag {node.tag!r} is not allowed ({_where(self.source, line)})",
                 "remove the tag: a config file holds plain mappings, lists and values",
             )
         self._active.add(id(node))
+        self._depth += 1
         try:
             if isinstance(node, self._yaml.SequenceNode):
                 return _Node([self._node(item) for item in node.value], line)
             return _Node(self._mapping(node), line)
         finally:
+            self._depth -= 1
             self._active.discard(id(node))
 
     def _mapping(self, node: Any) -> dict[str, _Node]:
@@ -322,18 +368,88 @@ class _Reader:
                     "keep one of them",
                 )
             seen[key_node.value] = key_line
-        self._loader.flatten_mapping(node)  # resolves `<<: *anchor` merge keys
         result: dict[str, _Node] = {}
-        for key_node, value_node in node.value:
+        for key_node, value_node in self._pairs(node):
             # Keys stay as written: `on:` is the key "on", never the boolean.
             child = self._node(value_node)
             child.key_line = key_node.start_mark.line + 1
             result[str(key_node.value)] = child
         return result
 
+    def _construct(self, node: Any) -> Any:
+        """A typed scalar's value; its text when Python cannot hold it (an int of more than
+        4,300 digits), for the key's own parser to refuse."""
+        try:
+            return self._loader.construct_object(node)
+        except ValueError:
+            return node.value
+
+    def _pairs(self, node: Any) -> list[tuple[Any, Any]]:
+        """A mapping's pairs with its `<<` merge keys resolved as YAML's merge type says:
+        its own keys win over merged ones, and an earlier merged mapping over a later one.
+
+        Not PyYAML's flatten_mapping: that one copies every merged pair into the mapping,
+        so mappings that merge mappings that merge mappings grow exponentially before a
+        single value can be counted. Here each key is kept once, and each mapping's pairs
+        are worked out once (`self._merged`), so the work is bounded by the file's size.
+        """
+        known = self._merged.get(id(node))
+        if known is not None:
+            return known
+        sources: list[Any] = []
+        own: list[tuple[Any, Any]] = []
+        for key_node, value_node in node.value:
+            if key_node.tag != _MERGE_TAG:
+                own.append((key_node, value_node))
+                continue
+            items = (
+                value_node.value
+                if isinstance(value_node, self._yaml.SequenceNode)
+                else [value_node]
+            )
+            if not all(isinstance(item, self._yaml.MappingNode) for item in items):
+                raise ConfigError(
+                    "a YAML merge key (<<) takes a mapping or a list of mappings "
+                    f"({_where(self.source, key_node.start_mark.line + 1)})",
+                    "write `<<: *anchor` where the anchor names a mapping",
+                )
+            sources.extend(items)
+        pairs: dict[Any, tuple[Any, Any]] = {}
+        self._active.add(id(node))
+        self._depth += 1
+        try:
+            for source in sources:
+                if id(source) in self._active:
+                    raise ConfigError(
+                        "a YAML merge key (<<) refers to its own mapping "
+                        f"({_where(self.source, source.start_mark.line + 1)})",
+                        "write the keys out instead of merging",
+                    )
+                if self._depth >= MAX_DEPTH:
+                    raise self._too_deep(source.start_mark.line + 1)
+                for key_node, value_node in self._pairs(source):
+                    self._count(key_node, key_node.start_mark.line + 1)
+                    pairs.setdefault(self._key_of(key_node), (key_node, value_node))
+        finally:
+            self._depth -= 1
+            self._active.discard(id(node))
+        for key_node, value_node in own:
+            pairs[self._key_of(key_node)] = (key_node, value_node)
+        self._merged[id(node)] = result = list(pairs.values())
+        return result
+
+    def _key_of(self, key_node: Any) -> str:
+        if not isinstance(key_node, self._yaml.ScalarNode):
+            raise ConfigError(
+                "a mapping key must be a plain word "
+                f"({_where(self.source, key_node.start_mark.line + 1)})",
+                "write keys as `name: value`",
+            )
+        return str(key_node.value)
+
     def _scalar(self, node: Any, line: int) -> _Node:
         if node.tag != _STR_TAG:
-            value = self._loader.construct_object(node)
+            value = self._construct(node)
             if not isinstance(value, (int, float, bool, type(None))):
                 value = node.value  # dates, binary: kept as the text, as kubectl's YAML does
             return _Node(value, line, node.value)
@@ -354,7 +470,7 @@ class _Reader:
             # written there (see the module docstring).
             scalar_node = self._yaml.ScalarNode
             tag = self._loader.resolve(scalar_node, text, (True, False))
-            retyped = self._loader.construct_object(scalar_node(tag, text))
+            retyped = self._construct(scalar_node(tag, text))
             if isinstance(retyped, (int, float, bool, type(None))) and tag != _NULL_TAG:
                 return _Node(retyped, line, text)
         return _Node(text, line, text)
@@ -464,7 +580,9 @@ class _Validator:
         try:
             parsed = spec.parse(text)
         except ValueProblem as problem:
-            raise self.problem(f"invalid value {text!r} for {key}", node, str(problem)) from None
+            raise self.problem(
+                f"invalid value {values.quoted(text)} for {key}", node, str(problem)
+            ) from None
         if key in _PATH_KEYS:
             # A relative path in a config file is relative to that file (as in compose).
             expanded = os.path.expanduser(parsed)
@@ -824,7 +942,10 @@ def sources(
 def read_source(source: Source) -> bytes | None:
     """The file's bytes; None for an optional file that does not exist."""
     try:
-        return Path(source.path).read_bytes()
+        with open(source.path, "rb") as handle:
+            # One byte past the limit tells a file at the limit from a larger one, without
+            # reading all of a huge file (or of an endless one, like /dev/zero).
+            data = handle.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         if not source.required:
             return None
@@ -841,6 +962,41 @@ def read_source(source: Source) -> bytes | None:
             f"cannot read config file {source.path}: {exc.strerror}",
             "make it a readable file, or remove it",
         ) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(
+            f"config file {source.path} is larger than {MAX_FILE_BYTES >> 20} MiB "
+            f"(from {source.why})",
+            "a config file holds a few settings; point at the right file",
+        )
+    return data
+
+
+def read_env_file_text(path: str) -> str:
+    """An env file's text (the `read_text` of options.build_run_options): UTF-8, at most
+    MAX_FILE_BYTES, read no further than that (`--env-file /dev/zero` ends at once).
+    Raises OSError, UnicodeDecodeError, or ValueProblem for a file past the limit."""
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise ValueProblem(
+            f"it is larger than {MAX_FILE_BYTES >> 20} MiB; an env file holds KEY=VALUE lines, "
+            "point at the right file"
+        )
+    return data.decode("utf-8")
+
+
+def _home_directory() -> Path:
+    """The user's home: $HOME, or the password database's when $HOME cannot be used (it is
+    `~`, say: pathlib then raises instead of answering)."""
+    try:
+        return Path.home()
+    except RuntimeError:
+        import pwd
+
+        try:
+            return Path(pwd.getpwuid(os.getuid()).pw_dir)
+        except KeyError:
+            return Path("/nonexistent")
 
 
 def load(
@@ -858,7 +1014,7 @@ def load(
         explicit=explicit,
         environ=environ,
         cwd=cwd or Path.cwd(),
-        home=home or Path.home(),
+        home=home or _home_directory(),
         system=system,
     ):
         data = read_source(source)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kubectl_squarepeg import kubectl, viewcache
+from kubectl_squarepeg.commands import Commands
 from kubectl_squarepeg.errors import ClusterError, KubectlMissing, UsageError
 from kubectl_squarepeg.kubectl import Target
 
@@ -226,9 +227,12 @@ def _missing_context(options: ClusterChoice) -> UsageError | None:
             "fix the kubeconfig file, or point --kubeconfig or KUBECONFIG at a working one",
         )
     known = ", ".join(names) if names else "none"
+    listing_command = Commands(Target(kubeconfig=options.kubeconfig)).kubectl(
+        "config", "get-contexts", namespaced=False
+    )
     return UsageError(
         f"--context {context} does not exist in {where} (contexts: {known})",
-        "pass one of the names `kubectl config get-contexts` lists",
+        f"pass one of the names `{listing_command}` lists",
     )
 
 
@@ -246,10 +250,13 @@ def _in_cluster(
         note = None if usable or options.namespace else f"no usable kubeconfig ({kubeconfig_error})"
         return Connection(target, namespace, source, usable, note)
     if not usable or host is None:
+        listing = Commands(Target(kubeconfig=options.kubeconfig)).kubectl(
+            "config", "get-contexts", namespaced=False
+        )
         raise ClusterError(
             f"no usable kubeconfig ({kubeconfig_error}) and not running inside a cluster",
             "point KUBECONFIG or --kubeconfig at a kubeconfig with a current context, or "
-            "pass --context NAME (`kubectl config get-contexts` lists them)",
+            f"pass --context NAME (`{listing}` lists them)",
         )
     doc = in_cluster_kubeconfig(
         host=host,
@@ -315,7 +322,10 @@ def connect(
         namespace = options.namespace or DEFAULT_NAMESPACE
         target = Target(context=options.context, kubeconfig=options.kubeconfig, namespace=namespace)
         return Connection(target, namespace, options.context, False)
+    check = Commands(Target(context=options.context, kubeconfig=options.kubeconfig)).kubectl(
+        "config", "view", "--minify", namespaced=False
+    )
     raise ClusterError(
         f"kubeconfig context {options.context} cannot be used ({error})",
-        f"check it with `kubectl config view --minify --context {options.context}`",
+        f"check it with `{check}`",
     )

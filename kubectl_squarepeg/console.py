@@ -26,6 +26,13 @@ class Console:
         # while that thread is itself between taking this lock and writing.
         self._lock = threading.RLock()
         self._progress_shown = False
+        self._closed = False
+
+    def close(self) -> None:
+        """No more lines, from any thread: squarepeg is leaving (an abandoned cleanup), and
+        what a thread being torn down would say is not news."""
+        with self._lock:
+            self._closed = True
 
     def _out(self) -> TextIO:
         return self._stream if self._stream is not None else sys.stderr
@@ -41,6 +48,8 @@ class Console:
     def _write(self, text: str) -> None:
         line = PREFIX + " ".join(text.split()) + "\n"
         with self._lock:
+            if self._closed:
+                return
             self.end_progress()
             self._put(line)
 
@@ -55,6 +64,8 @@ class Console:
         if not terminal:
             return
         with self._lock:
+            if self._closed:
+                return
             self._progress_shown = True
             self._put("\r\x1b[K" + PREFIX + " ".join(text.split()))
 
@@ -69,6 +80,10 @@ class Console:
         """Progress and information; suppressed by --quiet."""
         if not self.quiet:
             self._write(text)
+
+    def notice(self, text: str) -> None:
+        """Information the user needs even when quiet (a kept resource's name)."""
+        self._write(text)
 
     def warn(self, text: str) -> None:
         """Something the user should know even when quiet."""

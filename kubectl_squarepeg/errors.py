@@ -51,6 +51,10 @@ class StartupError(ClusterError):
     """The container failed to start, or did not start within --timeout."""
 
 
+class ReaderGone(SquarepegError):
+    """stdout was closed by its reader (`run ... | head -1`): the run stops, quietly."""
+
+
 class Interrupted(SquarepegError):
     """The run was interrupted by Ctrl-C or SIGTERM."""
 

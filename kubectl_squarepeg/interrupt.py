@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import _thread
 import os
-import shlex
 import signal
 import sys
 import threading
@@ -31,13 +30,26 @@ from dataclasses import dataclass
 from types import FrameType
 
 from kubectl_squarepeg import kubectl
+from kubectl_squarepeg.commands import Commands
 from kubectl_squarepeg.console import Console
 from kubectl_squarepeg.errors import INTERRUPTED, Interrupted
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# SIGHUP (the terminal closed, an ssh connection dropped) means what Ctrl-C means.
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+HANGUP_EXIT = 128 + signal.SIGHUP
 # How long a first-stage interrupt waits before it is retried when it arrived while a
 # kubectl child was being spawned; spawning takes a few milliseconds.
 _REDELIVER_SECONDS = 0.05
+
+
+class Progress:
+    """How far the run got with its resource, as the abandon message must tell it: whether
+    the create was confirmed, and whether a delete was already sent. Set by the run, read
+    by the signal handler."""
+
+    def __init__(self) -> None:
+        self.created = False
+        self.delete_sent = False
 
 
 @dataclass(frozen=True)
@@ -54,39 +66,39 @@ class Resource:
     def ref(self) -> str:
         return f"{self.kind.lower()}/{self.name}"
 
-    def _kubectl(self, *args: str) -> str:
-        # An in-cluster run's kubeconfig is a temporary file that is gone once squarepeg
-        # exits, and it has no context: the user's own kubectl in that pod needs neither.
-        own = kubectl.Target(namespace=self.target.namespace)
-        target = own if self.in_cluster else self.target
-        return shlex.join(["kubectl", *args, *target.global_args()])
+    @property
+    def commands(self) -> Commands:
+        return Commands(self.target, self.in_cluster)
 
     def describe_command(self) -> str:
-        return self._kubectl("describe", self.kind.lower(), self.name)
+        return self.commands.describe(self.kind, self.name)
 
     def logs_command(self) -> str:
-        ref = self.name if self.kind == "Pod" else self.ref
-        return self._kubectl("logs", ref, "-c", "main")
+        return self.commands.logs(self.kind, self.name)
 
     def delete_command(self) -> str:
-        extra = ("--cascade=background",) if self.kind == "Job" else ()
-        return self._kubectl("delete", self.kind.lower(), self.name, *extra)
+        return self.commands.delete(self.kind, self.name)
+
+    def get_command(self) -> str:
+        return self.commands.get(self.kind, self.name)
 
 
-def _abandon_process() -> None:
-    """End every kubectl child, flush what was written, and leave with 130 at once."""
+def _abandon_process(code: int = INTERRUPTED) -> None:
+    """End every kubectl child, flush what was written, and leave with `code` at once."""
     kubectl.terminate_all()
     for stream in (sys.stdout, sys.stderr):
         with suppress(OSError, ValueError):  # a closed stream: nothing left to save
             stream.flush()
-    os._exit(INTERRUPTED)
+    os._exit(code)
 
 
 def _spawning(frame: FrameType | None) -> bool:
-    """Whether the main thread is inside `kubectl.start` (a child not yet registered)."""
-    start_code = kubectl.start.__code__
+    """Whether the main thread is inside `kubectl.start` (a child not yet registered) or
+    `Thread.start` (an exception there leaves threading's own books broken: a KeyError
+    instead of the interrupt)."""
+    unsafe = (kubectl.start.__code__, threading.Thread.start.__code__)
     while frame is not None:
-        if frame.f_code is start_code:
+        if frame.f_code in unsafe:
             return True
         frame = frame.f_back
     return False
@@ -100,11 +112,13 @@ class TwoStageInterrupt:
         resource: Resource,
         console: Console,
         *,
-        abandon: Callable[[], None] = _abandon_process,
+        abandon: Callable[[], None] | None = None,
+        progress: Progress | None = None,
     ) -> None:
         self.resource = resource
+        self.progress = progress or Progress()
         self._console = console
-        self._abandon = abandon
+        self._abandon = abandon or (lambda: _abandon_process(self.exit_code))
         self._signals = 0
         self._signal_name = ""
         self._pending = False  # a first-stage Interrupted not raised yet
@@ -115,8 +129,14 @@ class TwoStageInterrupt:
 
     @property
     def interrupted(self) -> bool:
-        """Whether a signal arrived: the run's exit code is then 130, whatever else happened."""
+        """Whether a signal arrived: the run's exit code is then `exit_code`, whatever else
+        happened."""
         return self._signals > 0
+
+    @property
+    def exit_code(self) -> int:
+        """129 when the first signal was a hang-up, else 130."""
+        return HANGUP_EXIT if self._signal_name == "SIGHUP" else INTERRUPTED
 
     # --- installation ---------------------------------------------------------------
 
@@ -161,8 +181,8 @@ class TwoStageInterrupt:
             self._raise_if_clear(signum, frame)
             return
         self._signals += 1
-        self._signal_name = signal.Signals(signum).name
         if self._signals == 1:
+            self._signal_name = signal.Signals(signum).name
             self._console.warn(self._first_message())
             self._pending = True
             self._raise_if_clear(signum, frame)
@@ -170,6 +190,7 @@ class TwoStageInterrupt:
             self._pending = False
             for line in self._abandon_messages():
                 self._console.warn(line)
+            self._console.close()  # the threads ended next have nothing to add
             self._abandon()
 
     def _raise_if_clear(self, signum: int, frame: FrameType | None) -> None:
@@ -206,10 +227,26 @@ class TwoStageInterrupt:
         )
 
     def _abandon_messages(self) -> list[str]:
+        """What is known of the resource, and only that: left running once its create was
+        confirmed and no delete sent; may be gone once a delete was sent; may exist while
+        the create was in flight."""
         res = self.resource
+        where = f"namespace {res.target.namespace}"
+        if self.progress.delete_sent:
+            return [
+                f"interrupted again: cleanup abandoned; a delete of {res.ref} was sent, so it "
+                f"may be gone or going; check: {res.get_command()}",
+                f"delete it if it is not: {res.delete_command()}",
+            ]
+        if not self.progress.created:
+            return [
+                f"interrupted again: cleanup abandoned; {res.ref} may have been created in "
+                f"{where}; check: {res.get_command()}",
+                f"delete it if it was: {res.delete_command()}",
+            ]
+        state = "is kept" if res.keep else "is left running"
         return [
-            f"interrupted again: cleanup abandoned; {res.ref} is left running in "
-            f"namespace {res.target.namespace}",
+            f"interrupted again: cleanup abandoned; {res.ref} {state} in {where}",
             f"inspect it: {res.describe_command()}",
             f"delete it: {res.delete_command()}",
         ]
@@ -220,10 +257,11 @@ def guard(
     resource: Resource,
     console: Console,
     *,
-    abandon: Callable[[], None] = _abandon_process,
+    abandon: Callable[[], None] | None = None,
+    progress: Progress | None = None,
 ) -> Iterator[TwoStageInterrupt]:
     """Install the two-stage handler for the block, and restore the previous handlers."""
-    handler = TwoStageInterrupt(resource, console, abandon=abandon)
+    handler = TwoStageInterrupt(resource, console, abandon=abandon, progress=progress)
     handler.install()
     try:
         yield handler

@@ -41,10 +41,11 @@ from kubectl_squarepeg.errors import ClusterError, KubectlMissing
 KUBECTL = "kubectl"
 DEFAULT_NAMESPACE = "default"
 _TERMINATE_GRACE_SECONDS = 2.0
-# A child's stdout pipe holds 1 MiB rather than Linux's default 64 KiB, so that kubectl
-# writes ahead while squarepeg decodes: a 100 MB log stream went from 34 to 42 MB/s here
-# (scripts/bench-stream). 1 MiB is what an unprivileged process may ask for by default
-# (/proc/sys/fs/pipe-max-size); where it cannot be had, the default stays.
+# A stream's stdout pipe (ours, see _PipeReader) holds 1 MiB rather than Linux's default
+# 64 KiB, so that kubectl writes ahead while squarepeg decodes: a 100 MB log stream went
+# from 34 to 42 MB/s here (scripts/bench-stream). 1 MiB is what an unprivileged process
+# may ask for by default (/proc/sys/fs/pipe-max-size); where it cannot be had, the default
+# stays.
 _STDOUT_PIPE_BYTES = 1 << 20
 
 
@@ -94,10 +95,12 @@ class Result(NamedTuple):
 
     @property
     def error_text(self) -> str:
-        """kubectl's complaint, without its `error: ` prefix, on one line."""
+        """kubectl's complaint, without its `error: ` prefix, on one line (complaints.py)."""
+        from kubectl_squarepeg import complaints
+
         lines = [ln.strip() for ln in self.stderr.decode("utf-8", "replace").splitlines()]
         lines = [ln for ln in lines if ln]
-        text = " ".join(lines) if lines else f"kubectl exited with code {self.exit_code}"
+        text = complaints.clean(lines) or f"kubectl exited with code {self.exit_code}"
         return text.removeprefix("error: ").removeprefix("Error from server ")
 
 
@@ -284,7 +287,8 @@ class _ByteSink:
 
 
 class _PipeReader:
-    """Reads a child's stdout or stderr from a pipe and hands every read to a sink.
+    """Reads a streaming child's stdout from a pipe of ours (sh hands the child its write
+    end) and hands every read to a sink.
 
     `os.read` returns whatever has arrived, up to `bufsize`, at once: a `\r` progress bar,
     a partial line or a small watch event is never held back waiting for more.
@@ -576,6 +580,11 @@ def delete(target: Target, kind: str, name: str) -> Result:
 def logs(target: Target, pod: str, container: str) -> Result:
     """The whole log of a container, at once."""
     return run(["logs", pod, "-c", container], target)
+
+
+def label(target: Target, kind: str, name: str, assignment: str) -> Result:
+    """`kubectl label KIND NAME KEY=VALUE --overwrite`."""
+    return run(["label", kind.lower(), name, assignment, "--overwrite"], target)
 
 
 # --- attach: the interactive runs (-i, -it) --------------------------------------------------

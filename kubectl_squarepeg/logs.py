@@ -24,8 +24,8 @@ lost.
 
 from __future__ import annotations
 
+import errno
 import re
-import shlex
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
 from kubectl_squarepeg import kubectl
+from kubectl_squarepeg.commands import Commands
 from kubectl_squarepeg.console import Console
 from kubectl_squarepeg.errors import SquarepegError
 
@@ -292,9 +293,16 @@ class LogFollower:
 
     `start()` once the container is running or has ended; `finish(seconds)` once it has
     ended, to let the stream deliver the rest; `stop()` to stop at once (that is not a
-    failure). When output may be incomplete (attempts exhausted, the drain deadline passed,
-    `out` broke) the follower says so on stderr, with the kubectl command that shows all of
-    it, and sets `gave_up` and `error`.
+    failure).
+
+    When the reconnects are used up while the container runs (an API server down for
+    longer than they last), the follower says so and waits: `finish()` tries again, with
+    every attempt anew, once the container has ended (the API answers again by then: that
+    is how the runner learned of the end), and fetches what is missing from the resume
+    point. When output is still incomplete after that (or the drain deadline passed, or a
+    retry cannot help) it says so on stderr, with the kubectl command that shows all of it,
+    and sets `gave_up` and `error`. A stdout closed by its reader (`| head -1`) is not a
+    failure of the stream: the follower stops without a word and sets `reader_gone`.
     """
 
     def __init__(
@@ -316,11 +324,11 @@ class LogFollower:
         self._backoff = backoff or Backoff()
         self._start = start or self._start_kubectl
         self._clock = clock
-        self._logs_command = logs_command or shlex.join(
-            ["kubectl", "logs", pod, "-c", container, *target.global_args()]
-        )
+        self._logs_command = logs_command or Commands(target).logs("Pod", pod, container)
         self.gave_up = False
         self.error: str | None = None
+        self.reader_gone = False
+        self._suspended: str | None = None  # why the reconnects were used up, until finish()
         self._decoder = LogDecoder()
         # _lock guards the flags and the current stream; _write_lock keeps decoding and
         # writing in order, and is never held while waiting on anything else.
@@ -356,6 +364,8 @@ class LogFollower:
             self._changed.notify_all()
         if self._thread.ident is not None:
             self._thread.join(deadline_seconds)
+            if not self._thread.is_alive() and self._resume_after_suspension():
+                self._thread.join(deadline_seconds)
             if self._thread.is_alive():
                 self._give_up(
                     f"the stream did not end within {deadline_seconds:g}s of the container's end"
@@ -363,6 +373,19 @@ class LogFollower:
                 self.stop()
                 self._thread.join(deadline_seconds)
         return not self.gave_up
+
+    def _resume_after_suspension(self) -> bool:
+        """A new round of reconnects for a follower that used its attempts up; False when
+        there is nothing to resume."""
+        with self._lock:
+            if self._suspended is None or self._stopped or self.gave_up:
+                return False
+            self._suspended = None
+            self._thread = threading.Thread(
+                target=self._follow, name=f"logs-{self._pod}", daemon=True
+            )
+        self._thread.start()
+        return True
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait for the thread; True once it has ended (or was never started)."""
@@ -391,7 +414,10 @@ class LogFollower:
                 if self._stopped or (code == 0 and self._finished):
                     return  # stopped, or drained: the stream ended after the container did
             if self._write_failure is not None:
-                self._give_up(f"cannot write to stdout ({self._write_failure})")
+                if _is_reader_gone(self._write_failure):
+                    self.reader_gone = True  # `| head`: what the reader wanted, it got
+                else:
+                    self._give_up(f"cannot write to stdout ({self._write_failure})")
                 return
             if self._written > written or self._clock() - began >= self._backoff.stable_seconds:
                 attempt = 0
@@ -403,6 +429,8 @@ class LogFollower:
                 return
             attempt += 1
             if attempt > self._backoff.attempts:
+                if reason is not None and self._suspend(reason):
+                    return
                 self._give_up(reason or "the stream kept ending before the container did")
                 return
             delay = self._backoff.delay(attempt)
@@ -469,6 +497,20 @@ class LogFollower:
             return
         self._written += len(data)
 
+    def _suspend(self, reason: str) -> bool:
+        """Wait for the container's end before trying again (see the class docstring);
+        False if it has ended already (the attempts were the last chance)."""
+        with self._lock:
+            if self._finished or self._stopped:
+                return False
+            self._suspended = reason
+        self._console.warn(
+            f"the log stream of pod {self._pod} dropped and {self._backoff.attempts} "
+            f"reconnects failed ({reason}); the rest of the output will be fetched once the "
+            "container has ended, before anything is deleted"
+        )
+        return True
+
     def _give_up(self, reason: str) -> None:
         with self._lock:
             if self.gave_up:
@@ -479,6 +521,10 @@ class LogFollower:
             f"lost the log stream of pod {self._pod} ({reason}); its output may be "
             f"incomplete: see all of it with `{self._logs_command}`"
         )
+
+
+def _is_reader_gone(failure: Exception) -> bool:
+    return isinstance(failure, BrokenPipeError) or getattr(failure, "errno", None) == errno.EPIPE
 
 
 def _reason(stream: Stream, code: int) -> str:

@@ -45,6 +45,7 @@ class Plan:
     run_id: str
     created_by: str
     warnings: tuple[str, ...] = ()  # one line per config entry a claim dropped
+    notes: tuple[str, ...] = ()  # what a --dry-run reader should know about the manifest
 
 
 # --- name and labels ------------------------------------------------------------------------
@@ -186,15 +187,30 @@ def _memory_volumes(o: RunOptions, claim: _Claimer) -> tuple[list[Any], list[Any
     return volumes, mounts
 
 
+# Kubernetes expands `$(VAR)` in a container's command and args and turns `$$` into `$`;
+# docker passes the words untouched. Every `$` of the words typed is written `$$`, so the
+# container gets exactly those words. Passthrough and patches are the user's own Kubernetes:
+# they stay as written.
+DOLLAR_NOTE = (
+    "every `$` of the command and --entrypoint is written `$$` in the manifest, so that "
+    "Kubernetes passes the words as typed (it would expand `$(VAR)` and turn `$$` into `$`)"
+)
+
+
+def escape_dollars(word: str) -> str:
+    """A word as Kubernetes must be given it to pass it on unchanged."""
+    return word.replace("$", "$$")
+
+
 def main_container(o: RunOptions, claim: _Claimer, mounts: list[Any]) -> dict[str, Any]:
     """The container named `main`: IMAGE, its command and every container-level flag."""
     c: dict[str, Any] = {"name": MAIN, "image": o.image}
     claim("image", (*_MAIN, "image"))
     if o.entrypoint is not None:
-        c["command"] = [o.entrypoint]
+        c["command"] = [escape_dollars(o.entrypoint)]
         claim("entrypoint", (*_MAIN, "command"))
     if o.command:
-        c["args"] = list(o.command)
+        c["args"] = [escape_dollars(word) for word in o.command]
         claim("command", (*_MAIN, "args"))
     if o.interactive:
         # stdinOnce: the container's stdin closes when squarepeg's attach ends, so a
@@ -380,4 +396,10 @@ def build_plan(
         run_id=run_id,
         created_by=created_by,
         warnings=tuple(d.warning() for d in dropped),
+        notes=_notes(options),
     )
+
+
+def _notes(options: RunOptions) -> tuple[str, ...]:
+    words = [*options.command, *([options.entrypoint] if options.entrypoint else [])]
+    return (DOLLAR_NOTE,) if any("$" in word for word in words) else ()

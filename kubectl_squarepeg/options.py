@@ -102,11 +102,23 @@ def flag_name(param: str) -> str:
     return "--" + param.replace("_", "-")
 
 
+def _shown(param: str, raw: str) -> str:
+    """A flag value as an error may quote it: an `-e KEY=VALUE`'s value may be a secret, so
+    only its KEY is shown (README, Decisions: "Secrets in messages")."""
+    if param == "env":
+        key, equals, _ = raw.partition("=")
+        return key + ("=..." if equals else "")
+    return raw
+
+
 def _flag_value(param: str, raw: str, parse: Callable[[str], T]) -> T:
     try:
         return parse(raw)
     except ValueProblem as problem:
-        raise UsageError(f"invalid value {raw!r} for {flag_name(param)}", str(problem)) from None
+        shown = _shown(param, raw)
+        raise UsageError(
+            f"invalid value {values.quoted(shown)} for {flag_name(param)}", str(problem)
+        ) from None
 
 
 def _unique(items: Iterable[T]) -> tuple[T, ...]:

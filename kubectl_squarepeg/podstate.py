@@ -32,11 +32,23 @@ FAIL_FAST_REASONS = frozenset(
         "CreateContainerError",
         "RunContainerError",
         "CrashLoopBackOff",
+        # `--pull never` and the image is not on the node: the kubelet will not pull it,
+        # however long it waits.
+        "ErrImageNeverPull",
     }
 )
 # Reasons a kubelet writes into a terminated state that it made up itself, because the
 # container's real end was never observed (an evicted pod, a lost node).
 _UNOBSERVED_END_REASONS = frozenset({"ContainerStatusUnknown"})
+# Terminated reasons of a container whose command never ran: the runtime could not start
+# it (containerd: StartError; dockershim: ContainerCannotRun).
+_START_FAILURE_REASONS = frozenset({"StartError", "ContainerCannotRun"})
+# docker run's codes for a command that cannot run (their meaning follows docker's).
+COMMAND_NOT_FOUND = 127
+COMMAND_NOT_INVOKABLE = 126
+# Words of the runtime's message for each (runc, crun and docker word them alike).
+_NOT_FOUND_WORDS = ("executable file not found", "no such file or directory", "not found")
+_NOT_INVOKABLE_WORDS = ("permission denied", "is a directory", "exec format error")
 # Waiting reasons that only mean "the kubelet is getting there".
 PROGRESS_REASONS = frozenset({"ContainerCreating", "PodInitializing"})
 
@@ -201,8 +213,11 @@ class Outcome:
 
     exit_code: int
     message: str | None = None
-    # False when the code is squarepeg's 125 (the container never ended on its own).
+    # False when the code is squarepeg's own (the container never ran its command to an
+    # end: 125 when it never ended on its own, 126/127 when its command could not start).
     from_container: bool = True
+    # The container's command could not be started (the run failed to start, not ran).
+    start_failure: bool = False
 
 
 def outcome(pod: Mapping[str, Any], container: str = MAIN) -> Outcome:
@@ -232,6 +247,8 @@ def outcome(pod: Mapping[str, Any], container: str = MAIN) -> Outcome:
             f"container {container} of pod {pod_name} was lost before it finished: {detail}",
             False,
         )
+    if reason in _START_FAILURE_REASONS:
+        return start_failure(pod_name, container, str(terminated.get("message") or reason))
     code = terminated.get("exitCode")
     if not isinstance(code, int) or isinstance(code, bool):
         return Outcome(
@@ -242,6 +259,34 @@ def outcome(pod: Mapping[str, Any], container: str = MAIN) -> Outcome:
             code, f"container {container} of pod {pod_name} was OOMKilled (exit code {code})"
         )
     return Outcome(code)
+
+
+def start_failure(pod_name: str, container: str, message: str) -> Outcome:
+    """A container whose command the runtime could not start, with docker's exit code:
+    127 not found, 126 found but not executable, 125 anything else."""
+    lowered = message.lower()
+    if any(word in lowered for word in _NOT_INVOKABLE_WORDS):
+        code = COMMAND_NOT_INVOKABLE
+    elif any(word in lowered for word in _NOT_FOUND_WORDS):
+        code = COMMAND_NOT_FOUND
+    else:
+        code = RUNNER_FAILED
+    return Outcome(
+        code,
+        f"container {container} of pod {pod_name} could not run its command: "
+        f"{_runtime_detail(message)}",
+        from_container=False,
+        start_failure=True,
+    )
+
+
+def _runtime_detail(message: str) -> str:
+    """The part of a runtime's start error that names the problem: runc's long chain
+    `failed to create containerd task: ...: exec: "x": not found: unknown` is cut to
+    `exec: "x": not found`."""
+    start = message.find("exec: ")
+    detail = message[start:] if start >= 0 else message
+    return detail.removesuffix(": unknown").strip()
 
 
 def deleted_outcome(pod_name: str) -> Outcome:

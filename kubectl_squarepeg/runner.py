@@ -21,14 +21,23 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from kubectl_squarepeg import interrupt, kubectl, podstate, watch
+from kubectl_squarepeg.commands import Commands
 from kubectl_squarepeg.console import Console
-from kubectl_squarepeg.errors import INTERRUPTED, ClusterError, Interrupted, SquarepegError
+from kubectl_squarepeg.errors import (
+    INTERRUPTED,
+    ClusterError,
+    Interrupted,
+    ReaderGone,
+    SquarepegError,
+    StartupError,
+)
 
 if TYPE_CHECKING:
     from kubectl_squarepeg import sweep, terminal
@@ -36,6 +45,9 @@ if TYPE_CHECKING:
     from kubectl_squarepeg.manifest import Plan
 
 MAIN = podstate.MAIN
+KEEP_LABEL = "squarepeg.io/keep"  # manifest.py's (importing it would load the whole chain)
+# A writer whose reader went away ends as if by SIGPIPE, as `yes | head -1` does.
+READER_GONE = 128 + 13
 # How long the log stream may take to deliver what the container wrote after it ended.
 LOG_DRAIN_SECONDS = 30.0
 # How long an attach may have failed before the container's end explains it; after that,
@@ -50,6 +62,8 @@ DELETE_SECONDS = 60.0
 
 class Follower(Protocol):
     """What the runner needs of a log follower (logs.LogFollower)."""
+
+    reader_gone: bool  # stdout was closed by its reader (`| head -1`)
 
     def start(self) -> None: ...
     def stop(self) -> None: ...
@@ -74,42 +88,69 @@ _UNREACHABLE = (
 # A webhook says `admission webhook "X" denied the request: ...`; a ValidatingAdmissionPolicy
 # says `... is forbidden: ValidatingAdmissionPolicy 'X' with binding 'Y' denied request: ...`
 # (seen on the real kube-apiserver 1.34, tests/e2e/test_cluster_policy.py).
-_ADMISSION_DENIALS = ("admission webhook", "denied the request", "denied request",
-                      "validatingadmissionpolicy")
+_ADMISSION_DENIALS = (
+    "admission webhook",
+    "denied the request",
+    "denied request",
+    "validatingadmissionpolicy",
+)
+_NAMESPACE_MISSING = re.compile(r'namespaces? "([^"]+)" not found')
 
 
-def rejection(result: kubectl.Result, kind: str, name: str, namespace: str) -> ClusterError:
-    """A failed `kubectl create` as the user should see it: kubectl's reason and what to do."""
+def rejection(
+    result: kubectl.Result,
+    kind: str,
+    name: str,
+    commands: Commands,
+    *,
+    dry_run_server: bool = False,
+) -> ClusterError:
+    """A failed `kubectl create` as the user should see it: kubectl's reason and what to do.
+
+    Every command a hint names carries the run's kubeconfig, context and namespace."""
     reason = result.error_text
     lowered = reason.lower()
     ref = f"{kind.lower()}/{name}"
-    ns = f"-n {namespace}"
+    namespace = commands.namespace
+    plural = kind.lower() + "s"
+    missing = _NAMESPACE_MISSING.search(reason)
+    if missing is not None:
+        return ClusterError(
+            f"namespace {missing.group(1)} does not exist (creating {ref})",
+            f"create it with `{_create_namespace(commands, missing.group(1))}`, "
+            "or choose another with -n",
+        )
     if "exceeded quota" in lowered:
         hint = (
             f"free some of the quota, or ask for less (--cpus, --memory); "
-            f"`kubectl describe resourcequota {ns}` shows what is used"
+            f"`{commands.kubectl('describe', 'resourcequota')}` shows what is used"
         )
     elif any(word in lowered for word in _ADMISSION_DENIALS):
-        hint = (
-            "the cluster's admission policy refused the manifest; change what it names "
-            "(`--dry-run-server` checks without creating anything)"
-        )
+        hint = "the cluster's admission policy refused the manifest; change what it names"
+        if not dry_run_server:
+            hint += " (`--dry-run-server` checks a change without creating anything)"
     elif "forbidden" in lowered:
         hint = (
-            f"you lack permission: `kubectl auth can-i create {kind.lower()}s {ns}` checks, "
-            "and a cluster admin can grant it"
+            f"you lack permission: `{commands.kubectl('auth', 'can-i', 'create', plural)}` "
+            "checks, and a cluster admin can grant it"
         )
     elif "alreadyexists" in lowered or "already exists" in lowered:
-        hint = f"choose another --name, or delete the old one: `kubectl delete {ref} {ns}`"
+        hint = f"choose another --name, or delete the old one: `{commands.delete(kind, name)}`"
     elif "invalid" in lowered or "unknown field" in lowered:
         hint = "fix the field named above in the flags or config; `--dry-run` shows the manifest"
     elif "unauthorized" in lowered or "must be logged in" in lowered:
-        hint = "log in to the cluster again; `kubectl auth whoami` shows who you are"
+        whoami = commands.kubectl("auth", "whoami", namespaced=False)
+        hint = f"log in to the cluster again; `{whoami}` shows who you are"
     elif any(word in lowered for word in _UNREACHABLE):
-        hint = "check that the cluster is reachable: `kubectl cluster-info`"
+        info = commands.kubectl("cluster-info", namespaced=False)
+        hint = f"check that the cluster is reachable: `{info}`"
     else:
         hint = "`kubectl squarepeg run --dry-run ...` prints the manifest that was sent"
     return ClusterError(f"cannot create {ref} in namespace {namespace}: {reason}", hint)
+
+
+def _create_namespace(commands: Commands, namespace: str) -> str:
+    return commands.kubectl("create", "namespace", namespace, namespaced=False)
 
 
 def _manifest_bytes(plan: Plan) -> bytes:
@@ -121,7 +162,8 @@ def dry_run_server(plan: Plan, connection: Connection, console: Console) -> int:
     try:
         result = kubectl.create(connection.target, _manifest_bytes(plan), dry_run_server=True)
         if not result.ok:
-            raise rejection(result, plan.kind, plan.name, connection.namespace)
+            commands = Commands(connection.target, connection.in_cluster)
+            raise rejection(result, plan.kind, plan.name, commands, dry_run_server=True)
         sys.stdout.flush()
         sys.stdout.buffer.write(result.stdout)
         sys.stdout.buffer.flush()
@@ -169,16 +211,20 @@ class Run:
             keep=plan.options.keep,
         )
         self._connection = connection
+        self.commands = self.resource.commands
         self._out = out if out is not None else sys.stdout.buffer
         self._stdin_fd = 0  # squarepeg's own stdin: what -i hands to kubectl attach
         self._follower_factory = follower
         self.shields: _Shields = shields or _NoShields()
         self.created = False
+        self.progress = interrupt.Progress()  # what a second Ctrl-C may say about it
         self.uid: str | None = None
         self._watch: watch.PodWatch | None = None
         self._logs: Follower | None = None
         self._sweep: sweep.SweepHandle | None = None
         self._pending_delete: tuple[kubectl.Child, kubectl.HeldStdin] | None = None
+        self._events = watch.warning_events(self.target)
+        self._keep_for_output = False
         self._cleaned = False
         self._attach: kubectl.Child | None = None
         self._attach_failed_at: float | None = None
@@ -188,9 +234,9 @@ class Run:
 
     def _new_watch(self) -> watch.PodWatch:
         if self.plan.kind == "Job":
-            pod_watch = watch.PodWatch(self.target, job=self.plan.name)
+            pod_watch = watch.PodWatch(self.target, job=self.plan.name, commands=self.commands)
         else:
-            pod_watch = watch.PodWatch(self.target, pod=self.plan.name)
+            pod_watch = watch.PodWatch(self.target, pod=self.plan.name, commands=self.commands)
         self._watch = pod_watch
         return pod_watch
 
@@ -202,8 +248,8 @@ class Run:
             creating = self._start_create_and_watch()
             result = kubectl.collect(creating)
             if not result.ok:
-                raise rejection(result, self.plan.kind, self.plan.name, self.namespace)
-            self.created = True
+                raise rejection(result, self.plan.kind, self.plan.name, self.commands)
+            self.created = self.progress.created = True
             try:
                 self.uid = podstate.uid(json.loads(result.stdout)) or None
             except ValueError:
@@ -233,13 +279,23 @@ class Run:
             exclude_name=self.plan.name,
         )
 
+    def _reader_gone(self) -> bool:
+        return self._logs is not None and self._logs.reader_gone
+
     def start_logs(self, pod: str, out: BinaryIO | None = None) -> None:
         if self._follower_factory is None:
             from kubectl_squarepeg import logs  # after the create: nothing before it waits
 
             self._follower_factory = logs.LogFollower
         factory = self._follower_factory
-        self._logs = factory(self.target, pod, MAIN, out or self._out, self.console)
+        self._logs = factory(
+            self.target,
+            pod,
+            MAIN,
+            out or self._out,
+            self.console,
+            logs_command=self.commands.logs("Pod", pod),
+        )
         self._logs.start()
 
     # -- -i and -it: the attach
@@ -265,20 +321,21 @@ class Run:
         if options.interactive:
             self._attach = kubectl.attach_stdin(self.target, pod, MAIN, stdin_fd=self._stdin_fd)
 
-    def _check_attach(self) -> None:
+    def _attach_refused(self) -> bool:
         """Between waits for the container's end: an attach that failed, and that the
-        container's end has not explained within ATTACH_GRACE_SECONDS, fails the run."""
+        container's end has not explained within ATTACH_GRACE_SECONDS, fails the run
+        (raised here, so the wait ends); False otherwise."""
         child = self._attach
         if child is None or child.is_alive():
-            return
+            return False
         code = child.wait(0)
         if code == 0:
-            return
+            return False
         now = time.monotonic()
         if self._attach_failed_at is None:
             self._attach_failed_at = now
         if now - self._attach_failed_at < ATTACH_GRACE_SECONDS:
-            return
+            return False
         from kubectl_squarepeg import attachment
 
         stderr = child.stderr.decode("utf-8", "replace")
@@ -289,12 +346,12 @@ class Run:
         """Every phase in order; the exit code. Cleanup is the caller's (`run_lifecycle`)."""
         self.create()
         assert self._watch is not None
-        reporter = watch.EventReporter(self.console, watch.warning_events(self.target))
+        reporter = watch.EventReporter(self.console, self._events)
         started = watch.wait_for_start(
             self._watch,
             timeout=self.plan.options.timeout,
             reporter=reporter,
-            target=self.target,
+            commands=self.commands,
             progress=self.console.progress,
         )
         self.console.end_progress()
@@ -304,18 +361,33 @@ class Run:
             self._prepare_delete()
         # After the log stream's start, so that its kubectl does not delay the output's.
         self._start_sweep()
-        outcome = watch.wait_for_finish(self._watch, started, check=self._check_attach)
+        outcome = watch.wait_for_finish(
+            self._watch, started, stop=lambda: self._reader_gone() or self._attach_refused()
+        )
+        if outcome is None:
+            raise ReaderGone("stdout was closed by its reader")
         # The exit code is known: a first Ctrl-C from here on lets the output drain and
         # the code be reported, then exits 130 (the shield raises it at its end).
         with self.shields.shield():
             if self._terminal is not None:
                 self._terminal.finish(ATTACH_DRAIN_SECONDS)
-            if self._logs is not None:
-                self._logs.finish(LOG_DRAIN_SECONDS)
+            if self._logs is not None and not self._logs.finish(LOG_DRAIN_SECONDS):
+                # The user's only copy of the rest is the pod's log: it stays.
+                self._keep_for_output = True
+            if outcome.start_failure:
+                said = outcome.message or ""
+                raise StartupError(
+                    said + watch.events_clause(self._events, pod, said=said),
+                    "check the command and that the image has it (the words after IMAGE, "
+                    f"--entrypoint); `{self.commands.events(pod)}` lists the pod's events",
+                    exit_code=outcome.exit_code,
+                )
             if not outcome.from_container:
+                said = outcome.message or f"pod {pod} ended without an exit code"
                 raise ClusterError(
-                    outcome.message or f"pod {pod} ended without an exit code",
-                    f"the run did not finish; {self.resource.describe_command()} may say why",
+                    said + watch.events_clause(self._events, pod, said=said),
+                    f"the run did not finish; `{self.commands.events(pod)}` lists the "
+                    "pod's events, also after the cleanup",
                 )
             if outcome.message:
                 self.console.warn(outcome.message)
@@ -339,6 +411,8 @@ class Run:
             if self.created:
                 if self.plan.options.keep:
                     self._print_inspect_commands()
+                elif self._keep_for_output:
+                    self._keep_unread_output()
                 else:
                     self._delete()
             self._start_sweep()  # now, if the container never started
@@ -355,6 +429,7 @@ class Run:
             self._pending_delete = kubectl.prepare_delete(self.target, self.plan.kind)
 
     def _delete(self) -> None:
+        self.progress.delete_sent = True
         try:
             result = self._prepared_delete_result() or kubectl.delete(
                 self.target, self.plan.kind, self.plan.name
@@ -380,8 +455,21 @@ class Run:
         result = kubectl.collect(child, timeout=DELETE_SECONDS)
         return result if result.ok else None  # the plain delete, whose error is reported
 
+    def _keep_unread_output(self) -> None:
+        """Keep the resource whose output could not all be read, labelled as --keep does
+        (so no sweep takes it), and say how to read the rest and delete it."""
+        res = self.resource
+        labelled = kubectl.label(self.target, self.plan.kind, self.plan.name, f"{KEEP_LABEL}=true")
+        how = "labelled " + KEEP_LABEL if labelled.ok else "not labelled (the sweep may take it)"
+        self.console.warn(
+            f"kept {res.ref} in namespace {self.namespace} ({how}): its output could not "
+            f"all be read; the rest: `{self.commands.logs(self.plan.kind, self.plan.name)}`; "
+            f"then delete it: `{res.delete_command()}`"
+        )
+
     def _print_inspect_commands(self) -> None:
-        self.console.status(f"kept {self.resource.ref} in namespace {self.namespace}")
+        # The name is the one thing a kept run must tell, even when quiet.
+        self.console.notice(f"kept {self.resource.ref} in namespace {self.namespace}")
         self.console.status(f"inspect it: {self.resource.describe_command()}")
         self.console.status(f"its output: {self.resource.logs_command()}")
 
@@ -394,12 +482,14 @@ def run_lifecycle(plan: Plan, connection: Connection, console: Console) -> int:
     short, while a second one abandons it (interrupt.py).
     """
     run = Run(plan, connection, console)
-    with interrupt.guard(run.resource, console) as handler:
+    with interrupt.guard(run.resource, console, progress=run.progress) as handler:
         run.shields = handler
         try:
             code = run.execute()
         except Interrupted:
             code = INTERRUPTED
+        except ReaderGone:
+            code = READER_GONE
         except SquarepegError:
             if not handler.interrupted:
                 raise
@@ -407,7 +497,7 @@ def run_lifecycle(plan: Plan, connection: Connection, console: Console) -> int:
         finally:
             with handler.shield(raise_pending=False):
                 run.cleanup()
-        return INTERRUPTED if handler.interrupted else code
+        return handler.exit_code if handler.interrupted else code
 
 
 def execute(plan: Plan, connection: Connection, console: Console) -> int:

@@ -32,6 +32,7 @@ from datetime import datetime, timezone
 from typing import Any, Final, Literal, Protocol
 
 from kubectl_squarepeg import kubectl, podstate
+from kubectl_squarepeg.commands import Commands
 from kubectl_squarepeg.console import Console
 from kubectl_squarepeg.errors import ClusterError, SquarepegError
 
@@ -371,6 +372,8 @@ class SweepResult:
     deleted: list[Orphan]
     problems: list[str]
     kubectl_calls: int
+    # Finished or stuck resources left alone because they are younger than the minimum age.
+    young: int = 0
 
 
 def _list(target: kubectl.Target, created_by: str) -> tuple[list[dict[str, Any]], str | None]:
@@ -405,17 +408,23 @@ def run_sweep(
     """List, select, delete (unless `dry_run`). Raises only what kubectl.run raises."""
     items, problem = _list(target, created_by)
     problems = [problem] if problem else []
-    orphans = select_orphans(
-        items,
-        created_by=created_by,
-        now=now or datetime.now(timezone.utc),
-        min_age=min_age,
-        exclude_uid=exclude_uid,
-        exclude_name=exclude_name,
-    )
+    moment = now or datetime.now(timezone.utc)
+
+    def select(age: float) -> list[Orphan]:
+        return select_orphans(
+            items,
+            created_by=created_by,
+            now=moment,
+            min_age=age,
+            exclude_uid=exclude_uid,
+            exclude_name=exclude_name,
+        )
+
+    orphans = select(min_age)
+    young = len(select(0)) - len(orphans) if min_age > 0 else 0
     calls = 1
     if dry_run or not orphans:
-        return SweepResult(orphans, [], problems, calls)
+        return SweepResult(orphans, [], problems, calls, young)
     gone: set[str] = set()
     pending = plan_deletes(orphans, namespace=target.namespace or "default", created_by=created_by)
     while pending:
@@ -432,7 +441,7 @@ def run_sweep(
         else:
             problems.append(f"could not delete every orphan: {result.error_text}")
     deleted = [o for o in orphans if o.ref in gone]
-    return SweepResult(orphans, deleted, problems, calls)
+    return SweepResult(orphans, deleted, problems, calls, young)
 
 
 def _summary(deleted: Sequence[Orphan]) -> str:
@@ -511,16 +520,32 @@ def sweep_now(
     for orphan in listed:
         console.status(f"{verb} {orphan.describe()}")
     if result.problems:
+        can_i = Commands(target, getattr(connection, "in_cluster", False)).kubectl(
+            "auth", "can-i", "delete", "pods"
+        )
         raise ClusterError(
             f"orphan sweep in namespace {target.namespace}: " + "; ".join(result.problems),
-            "the sweep needs list and delete permission on pods and jobs in the namespace "
-            "(`kubectl auth can-i delete pods`)",
+            f"the sweep needs list and delete permission on pods and jobs in the namespace "
+            f"(`{can_i}`)",
         )
     noun = "resource" if len(listed) == 1 else "resources"
     if listed:
         done = "would be deleted" if dry_run else "deleted"
         what = f"{len(listed)} orphaned {noun} {done}"
+    elif result.young:
+        what = "no orphaned resources old enough to sweep"
     else:
         what = f"no orphaned resources of {created_by}"
     console.status(f"{what} in namespace {target.namespace}")
+    if result.young:
+        console.status(_young_summary(result.young, min_age))
     return 0
+
+
+def _young_summary(young: int, min_age: float) -> str:
+    noun = "resource" if young == 1 else "resources"
+    return (
+        f"left {young} finished or stuck {noun} younger than orphan_sweep_min_age "
+        f"({min_age:g}s): a run may still be using them; they are swept once older "
+        "(a config file's orphan_sweep_min_age sets the age)"
+    )

@@ -5,9 +5,10 @@ Owns the terminal's state around the attach (its settings saved and restored on 
 path, whatever happened to kubectl), the relay pty kubectl writes to (so squarepeg sees the
 attach's output and can splice it after the log's, splice.py), the window size (copied to
 the relay, and again on every SIGWINCH, which is passed on to kubectl: it is in a session of
-its own, where the terminal's signals do not reach it), and the relay thread. kubectl reads
-the terminal itself and puts it in raw mode, so a typed Ctrl-C is a byte for the container,
-not a SIGINT for squarepeg; a SIGTERM still reaches squarepeg's two-stage handler.
+its own, where the terminal's signals do not reach it), and the relay thread. The terminal
+is raw from the session's start (kubectl, which reads it itself, would make it raw only
+once started), so a typed Ctrl-C is a byte for the container, not a SIGINT for squarepeg; a
+SIGTERM still reaches squarepeg's two-stage handler.
 
 Starts no process: kubectl.py does, given the descriptors from here.
 """
@@ -35,6 +36,7 @@ class _Child(Protocol):
 
     def wait(self, timeout: float | None = None) -> int | None: ...
     def is_alive(self) -> bool: ...
+    def terminate(self) -> None: ...
 
     @property
     def stderr(self) -> bytes: ...
@@ -66,6 +68,11 @@ class TerminalSession:
         self.child: _Child | None = None
         self._lock = threading.Lock()
         self._saved = termios.tcgetattr(stdin_fd)
+        # Raw from now on, not only once kubectl has started: what the log shows before it
+        # must reach the screen as the attach's bytes will, unchanged (no CR added to the
+        # container terminal's own CRLF), and what is typed meanwhile is the container's.
+        # TCSANOW: typed-ahead input stays.
+        tty.setraw(stdin_fd, termios.TCSANOW)
         self._master: int | None = None
         self._relay: threading.Thread | None = None
         self._previous_winch: Any = None
@@ -136,6 +143,10 @@ class TerminalSession:
         if self._closed:
             return
         self._closed = True
+        if self.child is not None and self.child.is_alive():
+            # First: on its way out kubectl puts back the terminal as it found it (raw,
+            # ours), which must not undo the restore below.
+            self.child.terminate()
         with contextlib.suppress(termios.error, OSError):
             termios.tcsetattr(self._stdin_fd, termios.TCSADRAIN, self._saved)
         if self._previous_winch is not None:

@@ -98,6 +98,14 @@ RESERVED_LABEL_HINT = (
 )
 
 
+def quoted(text: str, limit: int = 60) -> str:
+    """A value as an error line quotes it: repr, and a long one cut short (saying how long
+    it was), so that one bad value of 5,000 characters is still one readable line."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[: limit - 20]!r}... ({len(text)} characters)"
+
+
 # --- key=value forms ----------------------------------------------------------------------
 
 
@@ -151,6 +159,17 @@ def parse_env_file_text(text: str) -> list[tuple[str, str] | str]:
 
 # --- quantities ---------------------------------------------------------------------------
 
+# No number a Kubernetes field takes is longer (int64 has 19 digits), and Python refuses
+# to turn an int of more than 4,300 digits into text: longer ones are refused up front.
+MAX_NUMBER_CHARS = 24
+
+
+def _bounded(text: str) -> str:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise ValueProblem(f"a number of {len(text)} characters is out of range; give a small one")
+    return text
+
+
 _DECIMAL = r"\d+(\.\d+)?|\.\d+"
 _MILLICORES = r"(\d+)m"
 _CPUS_HINT = "give a number of CPUs like 0.5, 2 or 1.25 (or millicores like 500m)"
@@ -158,7 +177,7 @@ _CPUS_HINT = "give a number of CPUs like 0.5, 2 or 1.25 (or millicores like 500m
 
 def parse_cpus(text: str) -> str:
     """docker's decimal CPU count as a Kubernetes quantity: `0.5` -> `500m`, `2` -> `2`."""
-    text = text.strip()
+    text = _bounded(text.strip())
     if match := re.fullmatch(_MILLICORES, text):
         millis = Decimal(match[1])
     elif re.fullmatch(_DECIMAL, text):
@@ -186,7 +205,7 @@ def parse_size(text: str) -> str:
     docker's units are binary: `512m` is 512 MiB, so it becomes `512Mi`. A whole number
     keeps its unit; a fraction is expressed in the largest unit that makes it whole.
     """
-    match = re.fullmatch(_SIZE, text.strip())
+    match = re.fullmatch(_SIZE, _bounded(text.strip()))
     if not match:
         raise ValueProblem(_SIZE_HINT)
     number, unit = Decimal(match[1]), (match[2] or "").lower()
@@ -210,13 +229,13 @@ def parse_memory(text: str) -> str:
 
 def parse_gpus(text: str) -> int:
     """A GPU count (`2`, or docker's `count=2`); 0 asks for none."""
-    value = text.strip().removeprefix("count=")
+    value = _bounded(text.strip().removeprefix("count="))
     if value == "all":
         raise ValueProblem(
             "Kubernetes schedules GPUs by count and cannot ask for all of a node's GPUs; "
             "give a number like 1 (`kubectl describe node` shows how many a node has)"
         )
-    if not value.isdigit():
+    if not (value.isascii() and value.isdigit()):
         raise ValueProblem("give a GPU count like 1 or 2")
     return int(value)
 
@@ -284,7 +303,7 @@ _USER = r"(\d+)(?::(\d+))?"
 
 def parse_user(text: str) -> tuple[int, int | None]:
     """Numeric `UID[:GID]`; Kubernetes cannot look a user name up in the image."""
-    match = re.fullmatch(_USER, text.strip())
+    match = re.fullmatch(_USER, _bounded(text.strip()), re.ASCII)
     if not match:
         raise ValueProblem(
             "Kubernetes needs numeric IDs: use UID or UID:GID like 1000 or 1000:1000 "
@@ -300,7 +319,7 @@ _DURATION_HINT = "give seconds like 300, or a duration like 90s, 5m or 1h30m"
 
 def parse_duration_seconds(text: str) -> float:
     """Seconds (`300`) or a Go-style duration (`90s`, `5m`, `1h30m`); more than zero."""
-    text = text.strip()
+    text = _bounded(text.strip())
     if text.startswith("-"):
         raise ValueProblem(f"a duration cannot be negative; {_DURATION_HINT}")
     if re.fullmatch(_DECIMAL, text):
@@ -317,10 +336,10 @@ def parse_duration_seconds(text: str) -> float:
 
 def parse_nonnegative_int(text: str) -> int:
     """A whole number, 0 or more (seconds, for the keys that use it)."""
-    text = text.strip()
+    text = _bounded(text.strip())
     if re.fullmatch(r"-\d+", text):
         raise ValueProblem("it cannot be negative; give a whole number like 30 (0 is allowed)")
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):
         raise ValueProblem("give a whole number like 30 (0 is allowed)")
     return int(text)
 

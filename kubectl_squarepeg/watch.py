@@ -18,11 +18,12 @@ import codecs
 import json
 import queue
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kubectl_squarepeg import kubectl, podstate
+from kubectl_squarepeg.commands import Commands
 from kubectl_squarepeg.console import Console
 from kubectl_squarepeg.errors import ClusterError, StartupError
 
@@ -128,10 +129,12 @@ class PodWatch:
         job: str | None = None,
         start: Callable[..., WatchProcess] = kubectl.watch_pods,
         clock: Callable[[], float] = time.monotonic,
+        commands: Commands | None = None,
     ) -> None:
         if (pod is None) == (job is None):
             raise ValueError("watch either a pod or a job's pods")
         self._target = target
+        self._commands = commands or Commands(target)
         self._pod = pod
         self._job = job
         self._start = start
@@ -205,7 +208,8 @@ class PodWatch:
             text = kubectl.Result(child.argv, code, b"", child.stderr).error_text
             raise ClusterError(
                 f"lost the watch on the run's pod in namespace {self._target.namespace}: {text}",
-                "check that the cluster is reachable (`kubectl cluster-info`)",
+                "check that the cluster is reachable "
+                f"(`{self._commands.kubectl('cluster-info', namespaced=False)}`)",
             )
         self._retry_at = now + self._backoff
         self._backoff = min(self._backoff * 2, _BACKOFF_MAX)
@@ -242,7 +246,7 @@ class EventReporter:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._console = console
-        self._fetch = fetch
+        self.fetch = fetch  # also quoted by a failure's message
         self._clock = clock
         self._seen: set[tuple[str, str]] = set()
         self._next_fetch = 0.0
@@ -263,7 +267,7 @@ class EventReporter:
         if now < self._next_fetch:
             return
         self._next_fetch = now + EVENTS_INTERVAL_SECONDS
-        for item in self._fetch(podstate.name(pod)):
+        for item in self.fetch(podstate.name(pod)):
             if item.get("type") != "Warning":
                 continue
             key = (str(item.get("reason") or ""), " ".join(str(item.get("message") or "").split()))
@@ -288,21 +292,70 @@ def warning_events(target: kubectl.Target) -> Callable[[str], list[Mapping[str, 
     return fetch
 
 
+_IMAGE_HINT = (
+    "check the image name and tag, and that the cluster can pull it "
+    "(registry access, --image-pull-secret)"
+)
 _FAIL_FAST_HINTS = {
-    "ImagePullBackOff": "check the image name and tag, and that the cluster can pull it "
-    "(registry access, --image-pull-secret)",
-    "ErrImagePull": "check the image name and tag, and that the cluster can pull it "
-    "(registry access, --image-pull-secret)",
+    "ImagePullBackOff": _IMAGE_HINT,
+    "ErrImagePull": _IMAGE_HINT,
     "InvalidImageName": "fix the image reference (REGISTRY/REPOSITORY[:TAG|@DIGEST])",
     "CreateContainerConfigError": "check that every Secret and ConfigMap the pod refers to "
     "exists in the namespace",
+    "ErrImageNeverPull": "the image is not on the node and `--pull never` forbids pulling it: "
+    "use --pull missing, or an image the nodes already have",
 }
-_DEFAULT_FAIL_FAST_HINT = "see the pod's events for the cause"
+_DEFAULT_FAIL_FAST_HINT = "the events above say why"
+# How many events a failure message quotes (the latest ones, each once).
+EVENTS_QUOTED = 5
 
 
-def _describe_hint(target: kubectl.Target, pod_name: str) -> str:
-    namespace = f" -n {target.namespace}" if target.namespace else ""
-    return f"`kubectl describe pod {pod_name}{namespace}` shows the events"
+def describe_events(
+    items: Sequence[Mapping[str, Any]], limit: int = EVENTS_QUOTED, *, said: str = ""
+) -> str:
+    """Events as `kubectl describe` lists them, on one line: `Warning Failed: MESSAGE; ...`.
+
+    The Warnings when there are any (they say what went wrong), else the last Normal ones;
+    each (type, reason, message) once, in the order they happened, the latest `limit`; an
+    event whose message repeats what `said` already says is left out.
+    """
+    seen: dict[tuple[str, str, str], None] = {}
+    for item in items:
+        key = (
+            str(item.get("type") or "Normal"),
+            str(item.get("reason") or ""),
+            " ".join(str(item.get("message") or "").split()),
+        )
+        seen.pop(key, None)
+        seen[key] = None
+    keys = list(seen)
+    warnings = [key for key in keys if key[0] == "Warning"]
+    new = [key for key in (warnings or keys) if not _repeats(key[2], said)]
+    chosen = new[-limit:]
+    return "; ".join(f"{type_} {reason}: {message}" for type_, reason, message in chosen)
+
+
+def _repeats(message: str, said: str) -> bool:
+    return bool(said and message) and (message in said or _core(message) in said)
+
+
+def _core(message: str) -> str:
+    """An event message without the runtime's wrapping (`Error: ...: exec: X: unknown`)."""
+    start = message.find("exec: ")
+    return message[start:].removesuffix(": unknown") if start >= 0 else message
+
+
+def events_clause(
+    fetch: Callable[[str], list[Mapping[str, Any]]], name: str, *, said: str = ""
+) -> str:
+    """` (events: ...)` about `name` for a failure message that says `said`, or "" when
+    there are none to add."""
+    described = describe_events(fetch(name), said=" ".join(said.split()))
+    return f" (events: {described})" if described else ""
+
+
+def _events_hint(commands: Commands, pod_name: str) -> str:
+    return f"`{commands.events(pod_name)}` lists its events, also after the cleanup"
 
 
 def startup_status(pod: Mapping[str, Any] | None, seconds: float) -> str:
@@ -329,14 +382,15 @@ def wait_for_start(
     *,
     timeout: float,
     reporter: EventReporter,
-    target: kubectl.Target,
+    commands: Commands,
     clock: Callable[[], float] = time.monotonic,
     progress: Callable[[str], None] | None = None,
 ) -> Event:
     """Wait until the followed pod's main container has started (or already ended).
 
     Returns the event that showed it, or a DELETED event. Raises StartupError on a
-    fail-fast reason, or when `timeout` seconds pass first.
+    fail-fast reason, or when `timeout` seconds pass first; either carries the pod's events,
+    since the pod itself is deleted by the cleanup that follows.
     """
     began = clock()
     deadline = began + timeout
@@ -346,7 +400,7 @@ def wait_for_start(
             progress(startup_status(latest.pod if latest else None, clock() - began))
         remaining = deadline - clock()
         if remaining <= 0:
-            raise _timed_out(watch, latest, timeout, target)
+            raise _timed_out(watch, latest, timeout, reporter, commands)
         event = watch.next(min(SLICE_SECONDS, remaining))
         if event is not None:
             latest = event
@@ -357,45 +411,52 @@ def wait_for_start(
                 pod_name = podstate.name(event.pod)
                 detail = f": {stuck.message}" if stuck.message else ""
                 hint = _FAIL_FAST_HINTS.get(stuck.reason, _DEFAULT_FAIL_FAST_HINT)
+                said = f"container {stuck.container} of pod {pod_name} cannot start: " + (
+                    f"{stuck.reason}{detail}"
+                )
                 raise StartupError(
-                    f"container {stuck.container} of pod {pod_name} cannot start: "
-                    f"{stuck.reason}{detail}",
-                    f"{hint}; {_describe_hint(target, pod_name)}",
+                    said + events_clause(reporter.fetch, pod_name, said=said),
+                    f"{hint}; {_events_hint(commands, pod_name)}",
                 )
         if latest is not None:
             reporter.poll(latest.pod)
 
 
 def _timed_out(
-    watch: PodWatch, latest: Event | None, timeout: float, target: kubectl.Target
+    watch: PodWatch,
+    latest: Event | None,
+    timeout: float,
+    reporter: EventReporter,
+    commands: Commands,
 ) -> StartupError:
     if latest is None:
         what = f"pod {watch.pod_name}" if watch.pod_name else "the job's pod"
         return StartupError(
             f"{what} did not appear within the startup timeout of {timeout:g}s",
-            "check the Job's events (`kubectl describe job`), or raise --timeout",
+            f"raise --timeout if the cluster is just slow; "
+            f"`{commands.kubectl('get', 'events')}` lists the namespace's events",
         )
     pod_name = podstate.name(latest.pod)
     return StartupError(
         f"pod {pod_name} did not start within the startup timeout of {timeout:g}s "
-        f"({podstate.pending_summary(latest.pod)})",
-        f"raise --timeout if it is just slow; {_describe_hint(target, pod_name)}",
+        f"({podstate.pending_summary(latest.pod)}){events_clause(reporter.fetch, pod_name)}",
+        f"raise --timeout if it is just slow; {_events_hint(commands, pod_name)}",
     )
 
 
 def wait_for_finish(
-    watch: PodWatch, latest: Event, check: Callable[[], None] | None = None
-) -> podstate.Outcome:
-    """Wait, without a bound, until the main container has finished; its outcome. `check`
-    is called between slices and may raise to end the wait (a refused attach)."""
+    watch: PodWatch, latest: Event, *, stop: Callable[[], bool] = lambda: False
+) -> podstate.Outcome | None:
+    """Wait, without a bound, until the main container has finished; its outcome, or None
+    as soon as `stop()` says the wait is no longer wanted."""
     event = latest
     while True:
-        if check is not None:
-            check()
         if event.type == "DELETED" and not podstate.has_finished(event.pod):
             return podstate.deleted_outcome(watch.pod_name or podstate.name(event.pod))
         if podstate.has_finished(event.pod):
             return podstate.outcome(event.pod)
+        if stop():
+            return None
         following = watch.next(SLICE_SECONDS)
         if following is not None:
             event = following

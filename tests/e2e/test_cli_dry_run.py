@@ -278,7 +278,8 @@ ROWS = [
         },
     ),
     ("IMAGE", "spec.containers.0.image", "alpine:3.19"),
-    ("COMMAND", "spec.containers.0.args", ["-c", "echo $A"]),
+    # `$` escaped, so that Kubernetes hands the shell `echo $A` as typed.
+    ("COMMAND", "spec.containers.0.args", ["-c", "echo $$A"]),
     ("--entrypoint", "spec.containers.0.command", ["/bin/sh"]),
     (
         "-e/--env-file",

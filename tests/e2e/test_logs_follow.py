@@ -14,6 +14,7 @@ import pytest
 from kubectl_squarepeg import kubectl
 from kubectl_squarepeg.console import Console
 from kubectl_squarepeg.logs import LogFollower
+from tests.e2e.conftest import CLIENT_SIDE_LOG_DROP
 from tests.helpers import wait_until
 
 LINES = 600
@@ -105,6 +106,7 @@ def finish_and_compare(target: kubectl.Target, name: str, follower: LogFollower,
     assert out.value() == whole.stdout
 
 
+@pytest.mark.kubesim_only(CLIENT_SIDE_LOG_DROP)
 def test_two_dropped_streams_lose_and_repeat_nothing(kubesim: Any, follow: Any) -> None:
     target, name, follower, out, err = follow
     wait_until(lambda: len(out.value()) > 2000, 30, "the first output")

@@ -52,7 +52,7 @@ VENV_BIN = Path(sys.executable).parent
 PLUGIN = "squarepeg"
 EXECUTABLE = "kubectl-squarepeg"
 HELPER = "kubectl_complete-squarepeg"
-DEPENDENCIES = ("click", "yaml", "jsonpatch", "jsonpointer")
+DEPENDENCIES = ("click", "yaml", "jsonpatch", "jsonpointer", "sh")
 KREW_PLATFORMS = {(os_, arch) for os_ in ("linux", "darwin") for arch in ("amd64", "arm64")}
 SEMVER_WITH_V = re.compile(
     r"v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
@@ -569,6 +569,7 @@ def test_the_zipapp_is_sorted_stamped_and_pure_python(release: Release) -> None:
         "yaml/__init__.py",
         "jsonpatch.py",
         "jsonpointer.py",
+        "sh/__init__.py",
     ):
         assert dependency in names
     assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".so"))]

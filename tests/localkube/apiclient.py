@@ -85,7 +85,10 @@ class ApiClient:
                 self._drop()
                 if attempt == 2 or isinstance(exc, (ConnectionRefusedError, socket.timeout)):
                     raise ApiUnavailable(f"{method} {path}: {exc}") from None
-        answer: Obj = json.loads(payload) if payload else {}
+        try:
+            answer: Obj = json.loads(payload) if payload else {}
+        except ValueError:  # /readyz and friends answer text
+            answer = {"text": payload.decode(errors="replace")}
         if response.status >= 400:
             raise ApiError(response.status, str(answer.get("reason", "")),
                            str(answer.get("message", payload[:200])))

@@ -14,11 +14,13 @@
         Build what is missing and exit (0, or 1 if the build failed); prints what it built
         and how long it took on stderr.
     ctl --kubeconfig FILE restart --down SECONDS | evict NAMESPACE/POD |
-        delete-pod NAMESPACE/POD [--grace-period N]
+        delete-pod NAMESPACE/POD [--grace-period N] | drop-logs [--after-bytes N]
         Faults by real means: stop the kube-apiserver process, keep it down for SECONDS,
         start it again on the same port (etcd keeps the state; the command returns once it
         is stopped); a node-pressure eviction by the node agent; a graceful DELETE through
-        the API, as another actor's `kubectl delete`. Prints a JSON answer; exit 1 on error.
+        the API, as another actor's `kubectl delete`; the node agent cutting its end of
+        every open log stream (now, or after N more bytes each), as a kubelet connection
+        that breaks. Prints a JSON answer; exit 1 on error.
 
 "Ready" means: /readyz answers ok, the node agent's Node is registered, the `default`
 service account exists in `default` and `kube-system`, and a canary pod in `kube-system`
@@ -66,7 +68,7 @@ from tests.localkube.processes import (
     write_component_kubeconfig,
 )
 
-START_SECONDS = 180.0
+TEARDOWN_SECONDS = 2.0
 CANARY = "localkube-canary"
 EXTENSION = "localkube"
 
@@ -213,6 +215,10 @@ class Cluster:
             except ApiError as exc:
                 return {"error": exc.message}
             return {"deleted": f"{namespace}/{name}"}
+        if verb == "drop-logs":
+            after = args.get("afterBytes")
+            return {"dropped": self.agent.logbook.drop_followers(
+                None if after is None else int(after))}
         if verb == "restart":
             request = ControlRequest(verb, args, queue.Queue())
             self.requests.put(request)
@@ -263,8 +269,10 @@ class Cluster:
             self._control.server_close()
         if self._agent_started:
             self.agent.stop()
+        # The state is thrown away: no component needs a graceful end, and the API server's
+        # would take seconds (it drains its watches first).
         for component in (self.scheduler, self.controller_manager, self.apiserver, self.etcd):
-            component.stop()
+            component.stop(TEARDOWN_SECONDS)
 
 
 def admin_kubeconfig(layout: Layout, control: Path) -> dict[str, Any]:
@@ -347,9 +355,11 @@ def serve(args: argparse.Namespace) -> int:
             return 1
         return 0
     finally:
+        stopping = time.monotonic()
         if cluster is not None:
             cluster.stop()
         shutil.rmtree(state, ignore_errors=True)
+        say(f"stopped in {time.monotonic() - stopping:.1f}s")
 
 
 def build_only() -> int:
@@ -398,6 +408,8 @@ def ctl(args: argparse.Namespace) -> int:
     params: dict[str, Any] = {}
     if args.verb == "restart":
         params["down"] = args.down
+    elif args.verb == "drop-logs":
+        params["afterBytes"] = args.after_bytes
     elif args.verb in ("evict", "delete-pod"):
         params["namespace"], params["name"] = _pod_ref(args.pod)
         if args.verb == "delete-pod":
@@ -433,6 +445,9 @@ def parser() -> argparse.ArgumentParser:
     delete = faults.add_parser("delete-pod", help="delete a pod as another actor would")
     delete.add_argument("pod", help="NAMESPACE/POD")
     delete.add_argument("--grace-period", type=int, default=None)
+    drop = faults.add_parser("drop-logs", help="cut the node's end of open log streams")
+    drop.add_argument("--after-bytes", type=int, default=None,
+                      help="let each stream send N more bytes first")
     return top
 
 

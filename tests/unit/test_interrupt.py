@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import signal
@@ -56,6 +57,7 @@ def handler(
     stderr: io.StringIO, abandoned: threading.Event
 ) -> Iterator[interrupt.TwoStageInterrupt]:
     with interrupt.guard(POD, Console(stderr), abandon=abandoned.set) as h:
+        h.progress.created = True
         yield h
 
 
@@ -88,6 +90,39 @@ def test_second_signal_abandons_and_prints_the_commands_to_manage_the_resource(
         _wait_for(abandoned)
     assert abandoned.is_set()
     assert stderr.getvalue() == FIRST + ABANDON
+
+
+def _abandon_lines(progress: interrupt.Progress) -> list[str]:
+    stderr = io.StringIO()
+    handler = interrupt.TwoStageInterrupt(
+        POD, Console(stderr), abandon=lambda: None, progress=progress
+    )
+    for _ in range(2):
+        with contextlib.suppress(Interrupted):
+            handler._handle(signal.SIGINT, None)
+    return stderr.getvalue().splitlines()[1:]
+
+
+def test_after_a_delete_was_sent_the_second_signal_says_it_may_be_gone() -> None:
+    progress = interrupt.Progress()
+    progress.created = progress.delete_sent = True
+    lines = _abandon_lines(progress)
+    assert "a delete of pod/squarepeg-alpine-a1b2c3 was sent, so it may be gone" in lines[0]
+    assert not any("left running" in line for line in lines)
+    assert "kubectl get pod squarepeg-alpine-a1b2c3 --kubeconfig" in lines[0]
+
+
+def test_before_the_create_was_confirmed_the_second_signal_says_it_may_exist() -> None:
+    lines = _abandon_lines(interrupt.Progress())
+    assert "pod/squarepeg-alpine-a1b2c3 may have been created" in lines[0]
+    assert not any("left running" in line for line in lines)
+
+
+def test_a_hangup_first_makes_the_exit_code_129() -> None:
+    handler = interrupt.TwoStageInterrupt(POD, Console(io.StringIO()), abandon=lambda: None)
+    with pytest.raises(Interrupted, match="SIGHUP"):
+        handler._handle(signal.SIGHUP, None)
+    assert (handler.interrupted, handler.exit_code) == (True, 129)
 
 
 def test_a_shield_defers_the_first_stage_until_it_ends(
@@ -207,6 +242,7 @@ PROGRAM = textwrap.dedent(
     resource = interrupt.Resource("Job", "squarepeg-busybox-0f0f0f", target)
     idle = threading.Event()
     with interrupt.guard(resource, Console()) as handler:
+        handler.progress.created = True
         try:
             print("running", flush=True)
             while True:
@@ -282,6 +318,7 @@ ABANDON_WITH_CHILD = textwrap.dedent(
     child = kubectl.start(["get", "pods", "--watch"])
     resource = interrupt.Resource("Pod", "p", kubectl.Target(namespace="default"))
     with interrupt.guard(resource, Console()) as handler:
+        handler.progress.created = True
         with handler.shield(raise_pending=False):
             print(child.pid, flush=True)
             threading.Event().wait(60)

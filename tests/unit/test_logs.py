@@ -288,6 +288,10 @@ def follower(
     return logs, fake, out, err
 
 
+REFUSED = b"The connection to the server 127.0.0.1:6443 was refused\n"
+REFUSED_REASON = "The connection to the server 127.0.0.1:6443 was refused"
+
+
 def retry_line(reason: str, delay: str, attempt: int) -> str:
     return (
         f"squarepeg: the log stream of pod p dropped ({reason}); will retry in {delay}s "
@@ -321,18 +325,44 @@ def test_follower_reconnects_twice_and_writes_everything_once() -> None:
     assert (logs.gave_up, logs.error) == (False, None)
 
 
-def test_follower_gives_up_after_five_attempts_without_progress() -> None:
+SUSPENDED = (
+    "squarepeg: warning: the log stream of pod p dropped and 5 reconnects failed ({}); the "
+    "rest of the output will be fetched once the container has ended, before anything is "
+    "deleted\n"
+)
+
+
+def test_used_up_reconnects_wait_for_the_end_then_fetch_the_rest() -> None:
+    data = render(SAMPLE)
+    cut = data.index(b"red")
+    scripts = [Script([data[:cut]], 1, EOF_ERROR)]
+    scripts += [Script([], 1, REFUSED) for _ in range(5)]
+    scripts += [Script([render(SAMPLE, "2026-12-02T19:00:00Z")], 0)]
+    logs, fake, out, err = follower(scripts)
+    logs.start()
+    assert logs.join(5.0) is True  # suspended: nothing more until the container ends
+    assert len(fake.calls) == 6
+    assert err.getvalue().endswith(SUSPENDED.format(REFUSED_REASON))
+    assert logs.finish(5.0) is True
+    assert out.getvalue() == content(SAMPLE)
+    assert fake.calls[-1] == [*BASE, "--since-time=2026-12-02T19:00:00Z"]
+    assert (logs.gave_up, logs.error) == (False, None)
+
+
+def test_follower_gives_up_when_the_round_after_the_end_fails_too() -> None:
     scripts = [Script([render(SAMPLE[:1])], 1, EOF_ERROR)]
-    scripts += [Script([], 1, b"error: unexpected EOF\n") for _ in range(5)]
+    scripts += [Script([], 1, b"error: unexpected EOF\n") for _ in range(11)]
     logs, fake, out, err = follower(scripts)
     logs.start()
     assert logs.join(5.0) is True
-    assert logs.finish(1.0) is False
+    assert logs.finish(5.0) is False
     assert out.getvalue() == b"first line\n"
-    assert len(fake.calls) == 6
+    assert len(fake.calls) == 12
     delays = ["0.001", "0.002", "0.004", "0.004", "0.004"]
-    expected = "".join(retry_line("unexpected EOF", d, i + 1) for i, d in enumerate(delays))
-    assert err.getvalue() == expected + GIVE_UP.format("unexpected EOF")
+    rounds = "".join(retry_line("unexpected EOF", d, i + 1) for i, d in enumerate(delays))
+    assert err.getvalue() == (
+        rounds + SUSPENDED.format("unexpected EOF") + rounds + GIVE_UP.format("unexpected EOF")
+    )
     assert (logs.gave_up, logs.error) == (True, "unexpected EOF")
 
 
@@ -422,12 +452,27 @@ class BrokenOut(io.BytesIO):
         raise BrokenPipeError(32, "Broken pipe")
 
 
-def test_a_broken_stdout_stops_the_stream() -> None:
+def test_a_stdout_closed_by_its_reader_stops_the_stream_without_blame() -> None:
     logs, fake, _, err = follower([Script([render(SAMPLE[:1])], None)], out=BrokenOut())
     logs.start()
     assert logs.join(5.0) is True
     assert fake.streams[0].terminated.is_set()
-    assert err.getvalue() == GIVE_UP.format("cannot write to stdout ([Errno 32] Broken pipe)")
+    assert err.getvalue() == ""
+    assert (logs.reader_gone, logs.gave_up) == (True, False)
+
+
+class FullDisk(io.BytesIO):
+    def write(self, data: object) -> int:
+        raise OSError(28, "No space left on device")
+
+
+def test_a_stdout_that_fails_otherwise_is_reported() -> None:
+    logs, _, _, err = follower([Script([render(SAMPLE[:1])], None)], out=FullDisk())
+    logs.start()
+    assert logs.join(5.0) is True
+    assert err.getvalue() == GIVE_UP.format(
+        "cannot write to stdout ([Errno 28] No space left on device)"
+    )
 
 
 def test_a_stream_that_stayed_up_counts_as_progress() -> None:

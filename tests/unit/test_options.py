@@ -250,7 +250,7 @@ def test_keep_from_flags_and_cleanup(conf: str, given: Mapping[str, Any], keep: 
         ({"timeout": "-5"}, "invalid value '-5' for --timeout; a duration cannot be negative"),
         ({"gpus": "all"}, "invalid value 'all' for --gpus; Kubernetes schedules GPUs by count"),
         ({"mode": "deamon"}, "invalid value 'deamon' for --mode; use pod or job"),
-        ({"env": ("=x",)}, "invalid value '=x' for --env; '' is not a variable name"),
+        ({"env": ("=x",)}, "invalid value '=...' for --env; '' is not a variable name"),
         ({"label": ("team",)}, "invalid value 'team' for --label; use KEY=VALUE"),
         (
             {"label": ("squarepeg.io/keep=true",)},

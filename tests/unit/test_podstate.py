@@ -42,11 +42,38 @@ def test_each_fail_fast_reason_is_recognized(reason: str) -> None:
     assert podstate.fail_fast_reason(pod(waiting(reason), phase="Pending")) == reason
 
 
-def test_the_seven_reasons_exactly() -> None:
+def test_the_seven_reasons_and_err_image_never_pull_exactly() -> None:
     assert {
         "ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError",
-        "CreateContainerError", "RunContainerError", "CrashLoopBackOff",
+        "CreateContainerError", "RunContainerError", "CrashLoopBackOff", "ErrImageNeverPull",
     } == podstate.FAIL_FAST_REASONS
+
+
+def _start_error(message: str) -> dict[str, object]:
+    terminated = {"exitCode": 128, "reason": "StartError", "message": message}
+    return pod({"name": "main", "state": {"terminated": terminated}}, phase="Failed")
+
+
+RUNC = (
+    "failed to create containerd task: failed to create shim task: OCI runtime create failed: "
+    "runc create failed: unable to start container process: {}: unknown"
+)
+
+
+@pytest.mark.parametrize(
+    ("detail", "code"),
+    [
+        ('exec: "nosuchcmd": executable file not found in $PATH', 127),
+        ('exec: "/bin/x": stat /bin/x: no such file or directory', 127),
+        ('exec: "/etc/passwd": permission denied', 126),
+        ("error setting cgroup config for procHooks process: bpf_prog_query failed", 125),
+    ],
+)
+def test_a_command_that_cannot_start_exits_as_docker_says(detail: str, code: int) -> None:
+    found = podstate.outcome(_start_error(RUNC.format(detail)))
+    assert found.exit_code == code
+    assert found.start_failure and not found.from_container
+    assert found.message is not None and found.message.endswith(detail)
 
 
 @pytest.mark.parametrize("reason", ["ContainerCreating", "PodInitializing", "SomethingElse"])

@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 
 from kubectl_squarepeg import kubectl
+from kubectl_squarepeg.commands import Commands
 from kubectl_squarepeg.runner import rejection
+
+COMMANDS = Commands(kubectl.Target(context="prod", kubeconfig="/k", namespace="ns"))
+WHERE = "--kubeconfig=/k --context=prod"
 
 
 def failed(stderr: str) -> kubectl.Result:
@@ -19,31 +23,32 @@ def failed(stderr: str) -> kubectl.Result:
             'Error from server (Forbidden): error when creating "STDIN": pods "p" is forbidden: '
             "exceeded quota: compute, requested: pods=1, used: pods=2, limited: pods=2",
             "free some of the quota, or ask for less (--cpus, --memory); "
-            "`kubectl describe resourcequota -n ns` shows what is used",
+            f"`kubectl describe resourcequota {WHERE} --namespace=ns` shows what is used",
         ),
         (
             'Error from server (Forbidden): error when creating "STDIN": admission webhook '
             '"policy.example.com" denied the request: images must be pinned',
             "the cluster's admission policy refused the manifest; change what it names "
-            "(`--dry-run-server` checks without creating anything)",
+            "(`--dry-run-server` checks a change without creating anything)",
         ),
         (
             'Error from server (Forbidden): error when creating "STDIN": pods "p" is forbidden: '
             "ValidatingAdmissionPolicy 'pinned' with binding 'pinned' denied request: images "
             "must be pinned",
             "the cluster's admission policy refused the manifest; change what it names "
-            "(`--dry-run-server` checks without creating anything)",
+            "(`--dry-run-server` checks a change without creating anything)",
         ),
         (
             'Error from server (Forbidden): error when creating "STDIN": pods is forbidden: '
             'User "alice" cannot create resource "pods" in API group "" in the namespace "ns"',
-            "you lack permission: `kubectl auth can-i create pods -n ns` checks, "
+            f"you lack permission: `kubectl auth can-i create pods {WHERE} --namespace=ns` checks, "
             "and a cluster admin can grant it",
         ),
         (
             'Error from server (AlreadyExists): error when creating "STDIN": pods "p" already '
             "exists",
-            "choose another --name, or delete the old one: `kubectl delete pod/p -n ns`",
+            "choose another --name, or delete the old one: "
+            f"`kubectl delete pod p {WHERE} --namespace=ns`",
         ),
         (
             'The Pod "p" is invalid: * spec.containers[0].image: Required value',
@@ -52,16 +57,16 @@ def failed(stderr: str) -> kubectl.Result:
         (
             "The connection to the server 127.0.0.1:1 was refused - did you specify the right "
             "host or port?",
-            "check that the cluster is reachable: `kubectl cluster-info`",
+            f"check that the cluster is reachable: `kubectl cluster-info {WHERE}`",
         ),
         (
             "error: You must be logged in to the server (Unauthorized)",
-            "log in to the cluster again; `kubectl auth whoami` shows who you are",
+            f"log in to the cluster again; `kubectl auth whoami {WHERE}` shows who you are",
         ),
     ],
 )
 def test_rejections_keep_kubectls_reason_and_say_what_to_do(stderr: str, hint: str) -> None:
-    error = rejection(failed(stderr + "\n"), "Pod", "p", "ns")
+    error = rejection(failed(stderr + "\n"), "Pod", "p", COMMANDS)
     reason = stderr.removeprefix("error: ").removeprefix("Error from server ")
     assert error.message == f"cannot create pod/p in namespace ns: {reason}"
     assert error.hint == hint
@@ -69,8 +74,29 @@ def test_rejections_keep_kubectls_reason_and_say_what_to_do(stderr: str, hint: s
 
 
 def test_a_job_rejection_names_the_job() -> None:
-    error = rejection(failed('jobs.batch "j" already exists'), "Job", "j", "ns")
+    error = rejection(failed('jobs.batch "j" already exists'), "Job", "j", COMMANDS)
     assert error.one_line() == (
         'cannot create job/j in namespace ns: jobs.batch "j" already exists; '
-        "choose another --name, or delete the old one: `kubectl delete job/j -n ns`"
+        "choose another --name, or delete the old one: "
+        f"`kubectl delete job j --cascade=background {WHERE} --namespace=ns`"
     )
+
+
+def test_a_missing_namespace_is_named_with_the_command_that_creates_it() -> None:
+    error = rejection(
+        failed('Error from server (NotFound): error when creating "STDIN": namespaces "nons" '
+               "not found"),
+        "Pod", "p", COMMANDS,
+    )
+    assert error.one_line() == (
+        "namespace nons does not exist (creating pod/p); create it with "
+        f"`kubectl create namespace nons {WHERE}`, or choose another with -n"
+    )
+
+
+def test_a_dry_run_server_rejection_does_not_suggest_dry_run_server() -> None:
+    error = rejection(
+        failed('admission webhook "p.example.com" denied the request: no'),
+        "Pod", "p", COMMANDS, dry_run_server=True,
+    )
+    assert error.hint is not None and "--dry-run-server" not in error.hint

@@ -161,6 +161,13 @@ def test_pending_on_each_fail_fast_reason_is_stuck_once_old_enough(reason: str) 
     ]
 
 
+def test_err_image_never_pull_is_stuck() -> None:
+    assert "ErrImageNeverPull" in FAIL_FAST  # --pull never, and the image is not on the node
+    assert select(pod("s", "Pending", created=600, waiting="ErrImageNeverPull")) == [
+        Orphan("Pod", "s", "stuck", "ErrImageNeverPull", 600.0, "run-s")
+    ]
+
+
 def test_a_stuck_pod_younger_than_min_age_is_left_alone() -> None:
     assert select(pod("s", "Pending", created=299, waiting="ErrImagePull")) == []
 

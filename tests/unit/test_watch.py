@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from kubectl_squarepeg import kubectl, watch
+from kubectl_squarepeg.commands import Commands
 from kubectl_squarepeg.console import Console
 from kubectl_squarepeg.errors import StartupError
 from kubectl_squarepeg.podstate import Outcome
@@ -146,7 +147,7 @@ def test_a_watch_that_ends_cleanly_is_restarted_not_taken_for_the_end() -> None:
     ])
     w = watch.PodWatch(TARGET, pod="p", start=starter)
     w.start(early=True)
-    started = watch.wait_for_start(w, timeout=60, reporter=reporter([]), target=TARGET)
+    started = watch.wait_for_start(w, timeout=60, reporter=reporter([]), commands=Commands(TARGET))
     assert started.pod == PODS[1]
     assert watch.wait_for_finish(w, started) == Outcome(3)
     assert starter.calls == [
@@ -162,7 +163,7 @@ def test_not_found_on_restart_means_deleted() -> None:
     ])
     w = watch.PodWatch(TARGET, pod="p", start=starter)
     w.start()
-    started = watch.wait_for_start(w, timeout=60, reporter=reporter([]), target=TARGET)
+    started = watch.wait_for_start(w, timeout=60, reporter=reporter([]), commands=Commands(TARGET))
     assert watch.wait_for_finish(w, started) == Outcome(
         125, "pod p was deleted before its container finished", False
     )
@@ -172,7 +173,7 @@ def test_deleted_event_while_running_is_125() -> None:
     starter = FakeStarter([([ev(PODS[1]), ev(PODS[1], "DELETED")], None, b"")])
     w = watch.PodWatch(TARGET, pod="p", start=starter)
     w.start()
-    started = watch.wait_for_start(w, timeout=60, reporter=reporter([]), target=TARGET)
+    started = watch.wait_for_start(w, timeout=60, reporter=reporter([]), commands=Commands(TARGET))
     assert watch.wait_for_finish(w, started).exit_code == 125
 
 
@@ -184,7 +185,7 @@ def test_failing_watch_is_retried_with_backoff() -> None:
     ])
     w = watch.PodWatch(TARGET, pod="p", start=starter, clock=Clock())
     w.start()
-    started = watch.wait_for_start(w, timeout=60, reporter=reporter([]), target=TARGET)
+    started = watch.wait_for_start(w, timeout=60, reporter=reporter([]), commands=Commands(TARGET))
     assert watch.wait_for_finish(w, started) == Outcome(3)
     assert len(starter.calls) == 3
 
@@ -195,23 +196,40 @@ def test_job_mode_follows_the_first_pod_of_the_job() -> None:
     starter = FakeStarter([([ev(mine), ev(other)], None, b"")])
     w = watch.PodWatch(TARGET, job="job", start=starter)
     w.start(early=True)
-    started = watch.wait_for_start(w, timeout=60, reporter=reporter([]), target=TARGET)
+    started = watch.wait_for_start(w, timeout=60, reporter=reporter([]), commands=Commands(TARGET))
     assert started.pod == mine
     assert w.pod_name == "job-abcde"
     assert starter.calls == [{"selector": "job-name=job"}]
 
 
-def test_fail_fast_far_inside_the_timeout() -> None:
+def test_fail_fast_far_inside_the_timeout_quotes_the_events() -> None:
     stuck = pod({"waiting": {"reason": "ErrImagePull", "message": 'pull "nope": not found'}})
     w = watch.PodWatch(TARGET, pod="p", start=FakeStarter([([ev(stuck)], None, b"")]))
     w.start()
+    events = [
+        {"type": "Normal", "reason": "Pulling", "message": 'Pulling image "nope"'},
+        {"type": "Warning", "reason": "Failed", "message": "Error: ErrImagePull"},
+        {"type": "Warning", "reason": "Failed", "message": "Error: ErrImagePull"},
+    ]
     with pytest.raises(StartupError) as caught:
-        watch.wait_for_start(w, timeout=300, reporter=reporter([]), target=TARGET)
+        watch.wait_for_start(
+            w, timeout=300, reporter=reporter([], events), commands=Commands(TARGET)
+        )
     assert caught.value.one_line() == (
-        'container main of pod p cannot start: ErrImagePull: pull "nope": not found; '
+        'container main of pod p cannot start: ErrImagePull: pull "nope": not found '
+        "(events: Warning Failed: Error: ErrImagePull); "
         "check the image name and tag, and that the cluster can pull it (registry access, "
-        "--image-pull-secret); `kubectl describe pod p -n ns` shows the events"
+        "--image-pull-secret); `kubectl get events --field-selector involvedObject.name=p "
+        "--namespace=ns` lists its events, also after the cleanup"
     )
+
+
+def test_described_events_are_the_warnings_or_else_the_last_normal_ones() -> None:
+    normal = [{"type": "Normal", "reason": f"R{i}", "message": f"m{i}"} for i in range(7)]
+    assert watch.describe_events(normal) == (
+        "Normal R2: m2; Normal R3: m3; Normal R4: m4; Normal R5: m5; Normal R6: m6"
+    )
+    assert watch.describe_events([]) == ""
 
 
 def test_unschedulable_prints_warning_events_once_then_times_out() -> None:
@@ -230,15 +248,17 @@ def test_unschedulable_prints_warning_events_once_then_times_out() -> None:
     clock = Clock()
     rep = reporter(lines, events, clock)
     with pytest.raises(StartupError) as caught:
-        watch.wait_for_start(w, timeout=10, reporter=rep, target=TARGET, clock=clock)
+        watch.wait_for_start(w, timeout=10, reporter=rep, commands=Commands(TARGET), clock=clock)
     assert lines == [
         "squarepeg: warning: pod p: FailedScheduling: 0/1 nodes are available: "
         "1 Insufficient memory.\n"
     ]
     assert caught.value.one_line() == (
         "pod p did not start within the startup timeout of 10s (not scheduled: 0/1 nodes are "
+        "available: 1 Insufficient memory.) (events: Warning FailedScheduling: 0/1 nodes are "
         "available: 1 Insufficient memory.); raise --timeout if it is just slow; "
-        "`kubectl describe pod p -n ns` shows the events"
+        "`kubectl get events --field-selector involvedObject.name=p --namespace=ns` lists "
+        "its events, also after the cleanup"
     )
 
 

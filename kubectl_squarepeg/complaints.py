@@ -1,0 +1,30 @@
+"""kubectl's complaints (its stderr) as squarepeg's messages quote them.
+
+Owns what is taken out of kubectl's stderr before a message quotes it: klog's diagnostic
+lines (`E1203 15:30:01.123456   4242 memcache.go:265] ...`), which repeat what the last line
+says in a form meant for kubectl's developers, and kubectl's advice about its own flags that
+squarepeg does not have (`turn validation off with --validate=false`): following it is
+impossible through squarepeg. Pure: text in, text out.
+"""
+
+from __future__ import annotations
+
+import re
+
+_KLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [^\]\s]+:\d+\] ?")
+_FOREIGN_ADVICE = re.compile(
+    r";?\s*if you choose to ignore these errors, turn validation off with --validate=false",
+    re.IGNORECASE,
+)
+
+
+def clean(lines: list[str]) -> str:
+    """kubectl's stderr lines (stripped, none empty) as one line for a message.
+
+    klog lines go when anything else is left; otherwise the last one is kept, without its
+    prefix, since it is all there is to say."""
+    plain = [line for line in lines if not _KLOG.match(line)]
+    if not plain and lines:
+        plain = [_KLOG.sub("", lines[-1])]
+    text = " ".join(plain)
+    return _FOREIGN_ADVICE.sub("", text).strip()
