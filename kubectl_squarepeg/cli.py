@@ -18,14 +18,14 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 from click.core import ParameterSource
 
-from kubectl_squarepeg import __version__
+from kubectl_squarepeg import __version__, dockerflags
 from kubectl_squarepeg import early_signals as _early_signal
 from kubectl_squarepeg.errors import INTERRUPTED, RUNNER_FAILED, SquarepegError, UsageError
 
@@ -101,47 +101,40 @@ def cli() -> None:
     """Run one container on a Kubernetes cluster, the way `docker run` does on a laptop."""
 
 
-# --- run: the docker flags squarepeg refuses ------------------------------------------------
-
-_PUBLISH = (
-    "a pod's ports are not published on your machine",
-    "leave it out, and reach the port with `kubectl port-forward pod/NAME PORT` while the pod "
-    "runs (--name NAME fixes the name)",
-)
-_NETWORK = (
-    "every pod is on the cluster's network",
-    "leave it out; to change a pod's networking (e.g. hostNetwork), set it under "
-    "`kubernetes.spec` in a config file",
-)
-_VOLUME = (
-    "a path on your machine cannot be mounted into a pod on the cluster",
-    "leave it out; add a volume and its volumeMount under `kubernetes.spec` in a config file, "
-    "or use --tmpfs PATH for scratch space",
-)
-_DETACH = (
-    "squarepeg waits for the container and returns its exit code",
-    "leave it out; --keep leaves the pod behind, and `kubectl logs` reads it later",
-)
+# --- run: the docker flags squarepeg refuses (dockerflags.py is the table) ------------------
 
 
-def _refused_option(*names: str, reason: tuple[str, str], flag: bool = False) -> Callable[[F], F]:
-    """A docker flag with no meaning on a cluster: refused with why, and what to do instead."""
-    why, fix = reason
+def _refused_options(command: F) -> F:
+    """A hidden option for every docker flag squarepeg refuses: it fails with why, and what
+    to use instead, rather than a bare "No such option"."""
+    for flag in reversed(dockerflags.FLAGS):
+        if flag.status == "refused":
+            command = _refused_option(flag)(command)
+    return command
 
+
+def _refused_option(flag: dockerflags.DockerFlag) -> Callable[[F], F]:
     def refuse(ctx: click.Context, param: click.Parameter, value: Any) -> None:
         if value:
-            given = param.opts[0] if flag else f"{param.opts[0]} {value[0]}"
-            flags = "/".join(param.opts)
-            raise UsageError(f"{flags} cannot be used: {why} ({given})", fix)
+            given = param.opts[0] if not flag.takes_value else f"{param.opts[0]} {value[0]}"
+            raise UsageError(*dockerflags.refusal(flag, given))
 
     return click.option(
-        *names,
-        is_flag=flag,
-        multiple=not flag,
+        *flag.names,
+        is_flag=not flag.takes_value,
+        multiple=flag.takes_value,
         hidden=True,
         expose_value=False,
         callback=refuse,
     )
+
+
+def _restart(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None and value.strip().lower() != "no":
+        raise UsageError(
+            f"--restart {value} cannot be used: squarepeg runs the container once",
+            dockerflags.RESTART_NOTE.removeprefix("any other policy is refused: "),
+        )
 
 
 def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
@@ -162,21 +155,25 @@ def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
 @_many("--annotation", metavar="KEY=VALUE", help="Add an annotation.")
 @click.option("-w", "--workdir", metavar="DIR", help="Working directory inside the container.")
 @click.option("-u", "--user", metavar="UID[:GID]", help="Numeric user (and group) to run as.")
-@click.option("--entrypoint", metavar="CMD", help="Replace the image's ENTRYPOINT.")
-@click.option("--cpus", metavar="N", help="CPUs requested and limited, e.g. 0.5.")
-@click.option("-m", "--memory", metavar="SIZE", help="Memory requested and limited, e.g. 512m.")
+@click.option("--entrypoint", metavar="CMD", help='Replace the image\'s ENTRYPOINT ("" resets it).')
+@click.option("--cpus", metavar="N", help="CPUs requested and limited, e.g. 0.5 (0: no limit).")
+@click.option(
+    "-m", "--memory", metavar="SIZE", help="Memory requested and limited, e.g. 512m (0: no limit)."
+)
 @click.option("--gpus", metavar="N", help="Number of nvidia.com/gpu.")
 @click.option("--pull", metavar="always|missing|never", help="Image pull policy.")
-@click.option("--platform", metavar="OS/ARCH", help="Run on nodes of this OS/architecture.")
+@click.option(
+    "--platform", metavar="OS[/ARCH[/VARIANT]]", help="Run on nodes of this OS/architecture."
+)
 @click.option("--privileged", is_flag=True, help="Run the container privileged.")
 @_many("--cap-add", metavar="CAP", help="Add a Linux capability.")
 @_many("--cap-drop", metavar="CAP", help="Drop a Linux capability.")
 @click.option("--read-only", is_flag=True, help="Mount the root filesystem read-only.")
-@_many("--tmpfs", metavar="PATH[:OPTS]", help="Mount an in-memory filesystem at PATH.")
+@_many("--tmpfs", metavar="PATH[:OPTS]", help="Mount an in-memory filesystem (rw, ro, size=SIZE).")
 @click.option("--shm-size", metavar="SIZE", help="Size of /dev/shm.")
 @click.option("-h", "--hostname", metavar="NAME", help="The pod's host name.")
 @_many("--add-host", metavar="HOST:IP", help="Add an /etc/hosts entry.")
-@_many("--dns", metavar="IP", help="Add a nameserver.")
+@_many("--dns", metavar="IP", help="Use this nameserver instead of the cluster's.")
 @_many("--dns-search", metavar="DOMAIN", help="Add a DNS search domain.")
 @click.option("--stop-timeout", metavar="SECONDS", help="Grace period before SIGKILL.")
 @click.option("--runtime", metavar="NAME", help="RuntimeClass to run with.")
@@ -202,12 +199,16 @@ def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
 @_many("--toleration", metavar="KEY[=VALUE]:EFFECT", help="Tolerate a node taint.")
 @_many("--image-pull-secret", metavar="NAME", help="Secret for pulling the image.")
 @click.option("--priority-class", metavar="NAME", help="PriorityClass of the pod.")
-@_refused_option("-p", "--publish", reason=_PUBLISH)
-@_refused_option("-P", "--publish-all", reason=_PUBLISH, flag=True)
-@_refused_option("--network", "--net", reason=_NETWORK)
-@_refused_option("-v", "--volume", reason=_VOLUME)
-@_refused_option("--mount", reason=_VOLUME)
-@_refused_option("-d", "--detach", reason=_DETACH, flag=True)
+@click.option(
+    "--restart", metavar="no", expose_value=False, callback=_restart, help="Only `no`: one attempt."
+)
+@click.option(
+    "--no-healthcheck", is_flag=True, expose_value=False, help="Accepted: Kubernetes runs none."
+)
+@click.option(
+    "--disable-content-trust", is_flag=True, expose_value=False, help="Accepted: a no-op."
+)
+@_refused_options
 @click.argument("image")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
@@ -267,8 +268,15 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
             console.status(f"{connection.degraded}; namespace {connection.namespace}")
         sys.stdout.write(yamlout.dump(plan.manifest))
         return 0
-    console.status(connection.banner())
+    console.status(connection.banner() + _config_files_note(merged.files))
     return _execute(plan, connection, console)
+
+
+def _config_files_note(files: Sequence[str]) -> str:
+    """The banner's end: the config files in effect, so none acts unseen."""
+    if not files:
+        return ""
+    return "; config " + ", ".join(files)
 
 
 def _check_encodable(manifest: Any, path: str = "") -> None:
@@ -317,18 +325,84 @@ def _username(environ: Any) -> str:
 
 @cli.group(name="config")
 def config_group() -> None:
-    """Inspect squarepeg's configuration."""
+    """Inspect squarepeg's configuration, and trust a project's config file."""
 
 
 @config_group.command(name="view")
 @click.option("--show-origin", is_flag=True, help="Say which file and line set each value.")
 @_many("--config", metavar="FILE", help="Read this config file too, as `run --config` does.")
 def config_view(show_origin: bool, config: tuple[str, ...]) -> int:
-    """Print the merged configuration as YAML."""
+    """Print the merged configuration as YAML, after the files it came from.
+
+    A project file that is not trusted is listed, and left out of the merge."""
     from kubectl_squarepeg import config as config_module
 
-    merged = config_module.load(explicit=config)
+    merged = config_module.load(explicit=config, skip_untrusted=True)
     sys.stdout.write(config_module.view_text(merged, show_origin=show_origin))
+    return 0
+
+
+def _project_file_argument(file: str | None) -> str:
+    """FILE as given, or the project file `run` would find from the working directory."""
+    from pathlib import Path
+
+    from kubectl_squarepeg.config import PROJECT_FILE, find_project_file
+
+    if file is not None:
+        return file
+    found = find_project_file(Path.cwd())
+    if found is None:
+        raise UsageError(
+            f"no {PROJECT_FILE} in this directory or above it",
+            "give the file to trust: `kubectl squarepeg config trust FILE`",
+        )
+    return str(found)
+
+
+def _trust_store() -> Any:
+    from pathlib import Path
+
+    from kubectl_squarepeg import trust
+
+    return trust.Store.load(trust.user_config_dir(os.environ, Path.home()))
+
+
+@config_group.command(name="trust")
+@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@click.pass_context
+def config_trust(ctx: click.Context, file: str | None) -> int:
+    """Let `run` use FILE (default: the nearest .squarepeg.yaml) as it is now.
+
+    Records its path and SHA-256 in your config directory; if the file changes, it is
+    untrusted again. Read it first: it decides what runs with your credentials."""
+    from pathlib import Path
+
+    path = _project_file_argument(file)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise UsageError(
+            f"cannot read {path}: {exc.strerror or exc}", "give the path of a config file"
+        ) from None
+    store = _trust_store()
+    store.trust(path, data)
+    store.save()
+    _console(ctx).status(f"trusted {os.path.realpath(path)} as it is now")
+    return 0
+
+
+@config_group.command(name="untrust")
+@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@click.pass_context
+def config_untrust(ctx: click.Context, file: str | None) -> int:
+    """Stop trusting FILE (default: the nearest .squarepeg.yaml)."""
+    path = _project_file_argument(file)
+    store = _trust_store()
+    if store.untrust(path):
+        store.save()
+        _console(ctx).status(f"no longer trusted: {os.path.realpath(path)}")
+    else:
+        _console(ctx).status(f"{os.path.realpath(path)} was not trusted; nothing to do")
     return 0
 
 
@@ -368,7 +442,7 @@ def sweep(ctx: click.Context, /, **flags: Any) -> int:
             raise UsageError(f"invalid value {namespace!r} for --namespace", str(problem)) from None
     choice = ClusterFlags(setting("context"), setting("kubeconfig"), namespace)
     connection = connect(choice)
-    console.status(connection.banner())
+    console.status(connection.banner() + _config_files_note(merged.files))
     return orphan_sweep.sweep_now(
         connection,
         created_by_value(_username(os.environ)),
@@ -423,6 +497,10 @@ def completion(shell: str) -> int:
 
 
 def _usage_line(exc: click.ClickException) -> str:
+    if isinstance(exc, click.NoSuchOption) and exc.possibilities:
+        # "Did you mean" offers only what works: never a flag squarepeg refuses.
+        offered = [p for p in exc.possibilities if p not in dockerflags.REFUSED_NAMES]
+        exc = click.NoSuchOption(exc.option_name, possibilities=offered, ctx=exc.ctx)
     message = " ".join(exc.format_message().split()).removesuffix(".")
     ctx = getattr(exc, "ctx", None)
     command = ctx.command_path if ctx is not None else PROG_NAME

@@ -1,7 +1,8 @@
 """Configuration: the layers of configuration.md, loaded, interpolated, validated and merged.
 
 Owns where config files are looked for (built-in defaults, /etc, $XDG_CONFIG_HOME, the
-nearest .squarepeg.yaml, $SQUAREPEG_CONFIG, --config), reading each as one YAML mapping with
+nearest .squarepeg.yaml, used only once trusted (trust.py), $SQUAREPEG_CONFIG, --config),
+reading each as one YAML mapping with
 the safe loader, `${VAR}` / `${VAR:-default}` / `$$` interpolation of string values, the
 validation of every key (with the same parsers as the flags, file:line and a did-you-mean
 in every error), the merge of the layers, and where each merged value came from.
@@ -33,13 +34,14 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kubectl_squarepeg import values
 from kubectl_squarepeg.claims import deep_merge, describe, is_named_list, named_segment
 from kubectl_squarepeg.errors import ConfigError
+from kubectl_squarepeg.trust import Store, Verdict, refusal, user_config_dir
 from kubectl_squarepeg.values import ValueProblem
 
 SYSTEM_CONFIG = Path("/etc/squarepeg/config.yaml")
@@ -57,6 +59,12 @@ _NULL_TAG = "tag:yaml.org,2002:null"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 _MAP_TAG = "tag:yaml.org,2002:map"
+# YAML's own scalar tags, which the safe loader resolves plain values to; any other tag
+# (`!Ref`, `!!python/...`) belongs to some other tool and is an error naming it.
+_SCALAR_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}"
+    for name in ("str", "int", "float", "bool", "null", "timestamp", "binary", "merge", "value")
+)
 OriginPath = tuple[str, ...]
 
 
@@ -118,7 +126,7 @@ KEYS: dict[str, _Key] = {
         "scalar", "a whole number of seconds", values.parse_nonnegative_int
     ),
     "job_ttl_seconds_after_finished": _Key(
-        "scalar", "a whole number of seconds", values.parse_nonnegative_int
+        "scalar", "a whole number of seconds", values.parse_int32
     ),
     "quiet": _Key("bool", "true or false"),
     "env": _Key("map", _PAIR_FORM),
@@ -127,17 +135,17 @@ KEYS: dict[str, _Key] = {
     "annotations": _Key("map", _PAIR_FORM),
     "workdir": _Key("scalar", "an absolute path like /app", values.parse_workdir),
     "user": _Key("scalar", "UID or UID:GID, like 1000:1000", values.parse_user),
-    "entrypoint": _Key("scalar", "a program, like /bin/sh", values.parse_nonempty),
+    "entrypoint": _Key("scalar", "a program, like /bin/sh", values.parse_entrypoint),
     "cpus": _Key("scalar", "a number of CPUs like 0.5", values.parse_cpus),
     "memory": _Key("scalar", "a size like 512m or 1g", values.parse_memory),
     "gpus": _Key("scalar", "a GPU count like 1", values.parse_gpus),
     "pull": _Key("scalar", "always, missing or never", values.parse_pull),
-    "platform": _Key("scalar", "OS/ARCH like linux/amd64", values.parse_platform),
+    "platform": _Key("scalar", "OS[/ARCH[/VARIANT]] like linux/amd64", values.parse_platform),
     "privileged": _Key("bool", "true or false"),
     "cap_add": _Key("list", "a list of capabilities like [NET_ADMIN]", values.parse_capability),
     "cap_drop": _Key("list", "a list of capabilities like [ALL]", values.parse_capability),
     "read_only": _Key("bool", "true or false"),
-    "tmpfs": _Key("list", "a list of PATH[:size=SIZE] strings", values.parse_tmpfs),
+    "tmpfs": _Key("list", "a list of PATH[:OPTIONS] like /run:size=64m", values.parse_tmpfs),
     "shm_size": _Key("scalar", "a size like 64m", values.parse_size),
     "hostname": _Key("scalar", "a host name like worker-1", values.validate_name),
     "add_host": _Key("list", "a list of HOST:IP strings", values.parse_add_host),
@@ -281,6 +289,16 @@ class _Reader:
             try:
                 root = self._loader.get_single_node()
                 return None if root is None else self._node(root)
+            except yaml.composer.ComposerError as exc:
+                if exc.context != "expected a single document in the stream":
+                    raise
+                line = exc.problem_mark.line + 1 if exc.problem_mark is not None else 1
+                raise ConfigError(
+                    f"{self.source} holds more than one YAML document (another starts at "
+                    f"{_where(self.source, line)})",
+                    "a config file is one mapping: remove that `---` line and merge the "
+                    "documents (configuration layers are separate files)",
+                ) from None
             except yaml.MarkedYAMLError as exc:
                 mark = exc.problem_mark or exc.context_mark
                 line = mark.line + 1 if mark is not None else 1
@@ -335,10 +353,7 @@ class _Reader:
         if self._depth >= MAX_DEPTH:
             raise self._too_deep(line)
         if node.tag not in (_SEQ_TAG, _MAP_TAG):  # e.g. !!python/object/apply
-            raise ConfigError(
-                f"invalid YAML: the tag {node.tag!r} is not allowed ({_where(self.source, line)})",
-                "remove the tag: a config file holds plain mappings, lists and values",
-            )
+            raise self._tag_refused(node.tag, line)
         self._active.add(id(node))
         self._depth += 1
         try:
@@ -348,6 +363,14 @@ class _Reader:
         finally:
             self._depth -= 1
             self._active.discard(id(node))
+
+    def _tag_refused(self, tag: str, line: int) -> ConfigError:
+        shown = tag.replace("tag:yaml.org,2002:", "!!")
+        return ConfigError(
+            f"the YAML tag {shown} is not allowed in a config file ({_where(self.source, line)})",
+            "remove the tag: squarepeg reads plain mappings, lists and values (a custom tag "
+            "like !Ref belongs to another tool's files)",
+        )
 
     def _mapping(self, node: Any) -> dict[str, _Node]:
         seen: dict[str, int] = {}
@@ -448,6 +471,8 @@ class _Reader:
         return str(key_node.value)
 
     def _scalar(self, node: Any, line: int) -> _Node:
+        if node.tag not in _SCALAR_TAGS:
+            raise self._tag_refused(node.tag, line)
         if node.tag != _STR_TAG:
             value = self._construct(node)
             if not isinstance(value, (int, float, bool, type(None))):
@@ -775,6 +800,8 @@ class Config:
     display: Mapping[str, Any] = field(default_factory=lambda: dict(_DEFAULT_DISPLAY))
     tree_origins: Mapping[OriginPath, Origin] = field(default_factory=dict)
     files: tuple[str, ...] = ()  # the files that were read, lowest layer first
+    # Every config file found, used or not, lowest layer first (for `config view`).
+    found: tuple[FoundFile, ...] = ()
 
     def _under(self, prefix: OriginPath) -> dict[OriginPath, Origin]:
         return {
@@ -902,6 +929,8 @@ def merge(layers: Sequence[_Layer]) -> Config:
 
 # --- the files -----------------------------------------------------------------------------
 
+PROJECT = "project"  # Source.why of the one layer that needs trust (trust.py)
+
 
 @dataclass(frozen=True)
 class Source:
@@ -910,6 +939,27 @@ class Source:
     path: str
     required: bool
     why: str  # how it was named, for the error when it is missing
+
+
+@dataclass(frozen=True)
+class FoundFile:
+    """A config file that exists, its layer, and (project files only) its trust."""
+
+    path: str
+    why: str
+    verdict: Verdict | None = None  # None: a layer that needs no trust
+
+    @property
+    def used(self) -> bool:
+        return self.verdict in (None, Verdict.TRUSTED)
+
+    def describe(self) -> str:
+        """`PATH (user)`, `PATH (project, trusted)`, `PATH (project, not trusted: not used)`."""
+        if self.verdict is None:
+            return f"{self.path} ({self.why})"
+        if self.used:
+            return f"{self.path} ({self.why}, {self.verdict.value})"
+        return f"{self.path} ({self.why}, {self.verdict.value}: not used)"
 
 
 def sources(
@@ -922,14 +972,11 @@ def sources(
 ) -> list[Source]:
     """The layers' files, lowest precedence first (configuration.md, Layers)."""
     found = [Source(str(system), False, "system")]
-    xdg = environ.get("XDG_CONFIG_HOME", "")
-    user_dir = Path(xdg) if os.path.isabs(xdg) else home / ".config"
-    found.append(Source(str(user_dir / "squarepeg" / "config.yaml"), False, "user"))
-    for directory in (cwd, *cwd.parents):
-        candidate = directory / PROJECT_FILE
-        if candidate.is_file():
-            found.append(Source(str(candidate), False, "project"))
-            break
+    user_dir = user_config_dir(environ, home)
+    found.append(Source(str(user_dir / "config.yaml"), False, "user"))
+    project = find_project_file(cwd)
+    if project is not None:
+        found.append(Source(str(project), False, PROJECT))
     for entry in environ.get(CONFIG_ENV, "").split(os.pathsep):
         if entry:
             found.append(Source(entry, True, f"${CONFIG_ENV}"))
@@ -937,6 +984,15 @@ def sources(
     # A file named twice is read once, at its highest place (its patches apply once).
     keyed = [(os.path.realpath(s.path), s) for s in found]
     return [s for i, (real, s) in enumerate(keyed) if all(real != r for r, _ in keyed[i + 1 :])]
+
+
+def find_project_file(cwd: Path) -> Path | None:
+    """The nearest `.squarepeg.yaml` in `cwd` or a directory above it."""
+    for directory in (cwd, *cwd.parents):
+        candidate = directory / PROJECT_FILE
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def read_source(source: Source) -> bytes | None:
@@ -1006,26 +1062,44 @@ def load(
     cwd: Path | None = None,
     home: Path | None = None,
     system: Path = SYSTEM_CONFIG,
+    skip_untrusted: bool = False,
 ) -> Config:
-    """Every layer, read, interpolated, validated and merged."""
+    """Every layer, read, interpolated, validated and merged.
+
+    A project file that is not trusted (trust.py), or changed since, is a ConfigError naming
+    it and `config trust`; with `skip_untrusted` (for `config view`) it is left out instead
+    and listed in `Config.found` with its verdict.
+    """
     environ = os.environ if environ is None else environ
+    home = home or _home_directory()
     layers = []
+    found: list[FoundFile] = []
     for source in sources(
         explicit=explicit,
         environ=environ,
         cwd=cwd or Path.cwd(),
-        home=home or _home_directory(),
+        home=home,
         system=system,
     ):
         data = read_source(source)
-        if data is not None:
+        if data is None:
+            continue
+        verdict = None
+        if source.why == PROJECT:
+            verdict = Store.load(user_config_dir(environ, home)).verdict(source.path, data)
+            if verdict is not Verdict.TRUSTED and not skip_untrusted:
+                raise refusal(source.path, verdict)
+        found.append(FoundFile(source.path, source.why, verdict))
+        if found[-1].used:
             layers.append(parse_file(data, source.path, environ))
-    return merge(layers)
+    return replace(merge(layers), found=tuple(found))
 
 
 def from_texts(texts: Iterable[tuple[str, str]], environ: Mapping[str, str]) -> Config:
     """A Config from (name, YAML text) pairs, lowest first, as if they were files."""
-    return merge([parse_file(text, name, environ) for name, text in texts])
+    pairs = list(texts)
+    merged = merge([parse_file(text, name, environ) for name, text in pairs])
+    return replace(merged, found=tuple(FoundFile(name, "text") for name, _ in pairs))
 
 
 def entry_name(path: OriginPath) -> str:
@@ -1037,14 +1111,22 @@ def entry_name(path: OriginPath) -> str:
 
 
 def view_text(config: Config, *, show_origin: bool = False) -> str:
-    """`config view`: the merged configuration as YAML; with `show_origin`, each value's
-    origin (FILE:LINE, or default) as a comment at the end of its line."""
+    """`config view`: the merged configuration as YAML, after comment lines naming every
+    config file found (with a project file's trust); with `show_origin`, each value's origin
+    (FILE:LINE, or default) as a comment at the end of its line."""
     from kubectl_squarepeg import yamlout
 
     def comment(path: OriginPath) -> str:
         return str(config.origin_of(*path) or DEFAULT)
 
-    return yamlout.dump(
+    header = "".join(
+        f"# {line}\n"
+        for line in (
+            "config files, lowest precedence first:" if config.found else "no config files",
+            *(f"  {found.describe()}" for found in config.found),
+        )
+    )
+    return header + yamlout.dump(
         config.display,
         comment=comment if show_origin else None,
         segment=lambda items, index: _canonical(list(items), index),

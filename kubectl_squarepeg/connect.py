@@ -271,6 +271,28 @@ def _in_cluster(
     return Connection(target, namespace, IN_CLUSTER, True)
 
 
+def missing_kubeconfig(options: ClusterChoice, environ: Mapping[str, str]) -> UsageError | None:
+    """An error when the kubeconfig the user named does not exist: `--kubeconfig FILE` (or
+    the config key), or a $KUBECONFIG none of whose files exists. Checked before anything
+    else, a dry run included: a typo there must not quietly become the `default` namespace.
+    (kubectl itself skips a missing file in a $KUBECONFIG list, so one existing file is
+    enough.)"""
+    if options.kubeconfig:
+        if os.path.exists(options.kubeconfig):
+            return None
+        return UsageError(
+            f"the kubeconfig file {options.kubeconfig} does not exist (--kubeconfig)",
+            "check the path, or leave --kubeconfig out to use $KUBECONFIG or ~/.kube/config",
+        )
+    listed = [p for p in environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    if not listed or any(os.path.exists(p) for p in listed):
+        return None
+    return UsageError(
+        f"KUBECONFIG names no file that exists ({os.pathsep.join(listed)})",
+        "fix KUBECONFIG, or unset it to use ~/.kube/config",
+    )
+
+
 def needs_kubeconfig(options: ClusterChoice, *, local_only: bool) -> bool:
     """False when a dry run already knows everything (-n given, no --context to check)."""
     return not (local_only and options.namespace and not options.context)
@@ -289,6 +311,11 @@ def connect(
     or broken kubeconfig, but an explicit --context that does not exist is an error.
     """
     environ = os.environ if environ is None else environ
+    missing = missing_kubeconfig(options, environ)
+    if missing is not None:
+        if probe is not None:
+            probe.discard()
+        raise missing
     key = (options.context, options.kubeconfig)
     if probe is not None and probe.key != key:
         probe.discard()

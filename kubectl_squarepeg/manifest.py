@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kubectl_squarepeg import values
-from kubectl_squarepeg.claims import Claims, Dropped, apply_patches, merge_passthrough
+from kubectl_squarepeg.claims import RESERVED, Claims, Dropped, apply_patches, merge_passthrough
 from kubectl_squarepeg.config import Config
+from kubectl_squarepeg.errors import ConfigError
 from kubectl_squarepeg.options import RunOptions, flag_name
 
 MAIN = "main"
@@ -30,6 +31,8 @@ GPU_RESOURCE = "nvidia.com/gpu"
 NAME_PREFIX = "squarepeg-"
 SUFFIX_LENGTH = 6
 MAX_NAME = 63
+TMPFS_VOLUME = "tmpfs-{}"  # the volume of the Nth --tmpfs
+SHM_VOLUME = "dshm"  # the volume of --shm-size
 _MAIN: tuple[str, ...] = ("spec", "containers", f"[name={MAIN}]")
 
 
@@ -181,9 +184,9 @@ def _memory_volumes(o: RunOptions, claim: _Claimer) -> tuple[list[Any], list[Any
         claim(param, ("spec", "volumes", segment), (*_MAIN, "volumeMounts", segment))
 
     for index, tmpfs in enumerate(o.tmpfs, start=1):
-        add("tmpfs", f"tmpfs-{index}", tmpfs.path, tmpfs.size_limit, tmpfs.read_only)
+        add("tmpfs", TMPFS_VOLUME.format(index), tmpfs.path, tmpfs.size_limit, tmpfs.read_only)
     if o.shm_size is not None:
-        add("shm_size", "dshm", "/dev/shm", o.shm_size, False)
+        add("shm_size", SHM_VOLUME, "/dev/shm", o.shm_size, False)
     return volumes, mounts
 
 
@@ -206,12 +209,17 @@ def main_container(o: RunOptions, claim: _Claimer, mounts: list[Any]) -> dict[st
     """The container named `main`: IMAGE, its command and every container-level flag."""
     c: dict[str, Any] = {"name": MAIN, "image": o.image}
     claim("image", (*_MAIN, "image"))
-    if o.entrypoint is not None:
-        c["command"] = [escape_dollars(o.entrypoint)]
-        claim("entrypoint", (*_MAIN, "command"))
-    if o.command:
-        c["args"] = [escape_dollars(word) for word in o.command]
-        claim("command", (*_MAIN, "args"))
+    if o.entrypoint == "":
+        # docker's `--entrypoint ""`: no entrypoint, so COMMAND is the whole command line.
+        c["command"] = [escape_dollars(word) for word in o.command]
+        claim("entrypoint", (*_MAIN, "command"), (*_MAIN, "args"))
+    else:
+        if o.entrypoint is not None:
+            c["command"] = [escape_dollars(o.entrypoint)]
+            claim("entrypoint", (*_MAIN, "command"))
+        if o.command:
+            c["args"] = [escape_dollars(word) for word in o.command]
+            claim("command", (*_MAIN, "args"))
     if o.interactive:
         # stdinOnce: the container's stdin closes when squarepeg's attach ends, so a
         # program reading it sees the end of squarepeg's input, and never waits on a
@@ -252,8 +260,10 @@ def _node_selector(o: RunOptions, claim: _Claimer) -> dict[str, str]:
     selector = dict(o.node_selector)
     claim.keys("node_selector", ("spec", "nodeSelector"))
     if o.platform is not None:
-        selector["kubernetes.io/os"], selector["kubernetes.io/arch"] = o.platform
-        claim("platform", *(("spec", "nodeSelector", f"kubernetes.io/{k}") for k in ("os", "arch")))
+        for key, value in zip(("os", "arch"), o.platform, strict=True):
+            if value is not None:
+                selector[f"kubernetes.io/{key}"] = value
+                claim("platform", ("spec", "nodeSelector", f"kubernetes.io/{key}"))
     return selector
 
 
@@ -277,6 +287,10 @@ def pod_spec(o: RunOptions, claim: _Claimer) -> dict[str, Any]:
         spec["hostAliases"] = _host_aliases(o.add_host)
         claim("add_host", ("spec", "hostAliases"))
     dns = {k: list(v) for k, v in (("nameservers", o.dns), ("searches", o.dns_search)) if v}
+    if o.dns:
+        # docker's --dns replaces the host's nameservers; `None` replaces the cluster's.
+        spec["dnsPolicy"] = "None"
+        claim("dns", ("spec", "dnsPolicy"))
     if dns:
         spec["dnsConfig"] = dns
         claim("dns", ("spec", "dnsConfig", "nameservers"))
@@ -338,6 +352,66 @@ def _origin_lookup(config: Config, part: str) -> Callable[[tuple[str, ...]], str
     return origin_of
 
 
+def _tmpfs_notes(options: RunOptions) -> list[str]:
+    """One warning per tmpfs whose options an emptyDir cannot express (docker's own example,
+    `/run:rw,noexec,nosuid,size=65536k`, works: those flags are dropped, and said so)."""
+    return [
+        f"--tmpfs {t.path}: {', '.join(t.ignored)} cannot be set on a Kubernetes emptyDir and "
+        "are ignored (it is mounted with the container runtime's defaults)"
+        for t in options.tmpfs
+        if t.ignored
+    ]
+
+
+def _flag_mounts_win(
+    options: RunOptions, config: Config, spec: dict[str, Any], at: str
+) -> list[Dropped]:
+    """A passthrough volumeMount of `main` at the path a --tmpfs or --shm-size flag mounts
+    (compared normalised: `/dev/shm/`, `//run`) is dropped, with the usual claim warning:
+    two mounts at one path are an invalid pod, and the flag wins."""
+    flag_paths = {t.path: "--tmpfs" for t in options.tmpfs} if "tmpfs" in options.explicit else {}
+    if "shm_size" in options.explicit and options.shm_size is not None:
+        flag_paths["/dev/shm"] = "--shm-size"
+    main = next((c for c in spec.get("containers", []) if c.get("name") == MAIN), None)
+    if not flag_paths or main is None or not isinstance(main.get("volumeMounts"), list):
+        return []
+    ours = {TMPFS_VOLUME.format(i) for i in range(1, len(options.tmpfs) + 1)} | {SHM_VOLUME}
+    kept, dropped = [], []
+    for mount in main["volumeMounts"]:
+        path = mount.get("mountPath") if isinstance(mount, dict) else None
+        flag = flag_paths.get(values.normal_path(path)) if isinstance(path, str) else None
+        if flag is None or mount.get("name") in ours:
+            kept.append(mount)
+            continue
+        segment = f"[name={mount.get('name')}]"
+        entry_path = ("containers", f"[name={MAIN}]", "volumeMounts", segment)
+        origin = config.origin_of("kubernetes", "spec", *entry_path)
+        dropped.append(
+            Dropped(
+                "kubernetes.spec.containers[name=main].volumeMounts" + segment,
+                str(origin or "kubernetes.spec"),
+                f"{at}/containers/[name={MAIN}]/volumeMounts/{segment} (mountPath {path})",
+                flag,
+            )
+        )
+    main["volumeMounts"] = kept
+    return dropped
+
+
+def _refuse_contract_changes(dropped: list[Dropped]) -> None:
+    """A config entry that would change what the run itself depends on is an error, not a
+    warning: the lifecycle (restartPolicy Never, a Job's backoffLimit 0, the container
+    `main`, the name and labels the sweep selects on) is squarepeg's, not passthrough's."""
+    for entry in dropped:
+        if entry.claimant == RESERVED:
+            raise ConfigError(
+                f"config {entry.entry} ({entry.origin}) would change {entry.path}, which "
+                "squarepeg's run depends on",
+                "remove it; squarepeg sets restartPolicy Never, a Job's backoffLimit 0, the "
+                "name and squarepeg labels, and the container `main` itself",
+            )
+
+
 def build_plan(
     options: RunOptions,
     config: Config,
@@ -352,6 +426,7 @@ def build_plan(
     created_by = created_by_value(username)
     labels = squarepeg_labels(run_id=run_id, created_by=created_by, keep=options.keep)
     claims = Claims.reserved(MAIN)
+    claims.add(("spec", "restartPolicy"), RESERVED)  # the run's contract: one attempt
     claim = _Claimer(options, claims)
     metadata = pod_metadata(options, claim, name=name, namespace=namespace, labels=labels)
     pod = {
@@ -364,6 +439,8 @@ def build_plan(
         ttl = None if options.keep else options.job_ttl_seconds_after_finished
         doc = job_from_pod(pod, ttl_seconds=ttl)
         claims = claims.for_job()
+        for field in ("backoffLimit", "completions", "parallelism"):  # one pod, one attempt
+            claims.add(("spec", field), RESERVED)
         template = doc["spec"]["template"]
         targets = (
             (template["metadata"], "/spec/template/metadata"),
@@ -384,9 +461,12 @@ def build_plan(
                 origin_of=_origin_lookup(config, part),
                 entry_root=f"kubernetes.{part}",
             )
+    dropped += _flag_mounts_win(options, config, targets[1][0], targets[1][1])
     if config.patches:
         doc, patch_dropped = apply_patches(doc, config.patches, claims)
         dropped += patch_dropped
+    _refuse_contract_changes(dropped)
+    notes = [d.warning() for d in dropped] + _tmpfs_notes(options)
     return Plan(
         options=options,
         manifest=doc,
@@ -395,7 +475,7 @@ def build_plan(
         namespace=namespace,
         run_id=run_id,
         created_by=created_by,
-        warnings=tuple(d.warning() for d in dropped),
+        warnings=tuple(notes),
         notes=_notes(options),
     )
 

@@ -72,7 +72,7 @@ class RunOptions:
     memory: str | None = None
     gpus: int | None = None
     pull: str | None = None
-    platform: tuple[str, str] | None = None
+    platform: tuple[str, str | None] | None = None
     privileged: bool = False
     read_only: bool = False
     cap_add: tuple[str, ...] = ()
@@ -268,6 +268,7 @@ def check_combination(options: RunOptions, flags: Mapping[str, Any]) -> None:
             "leave out --rm (deleting is the default), or leave out --keep",
         )
     check_image(options.image)
+    _check_one_source_per_field(options)
     if options.shm_size is not None and any(t.path == "/dev/shm" for t in options.tmpfs):
         raise UsageError(
             "--shm-size and a tmpfs at /dev/shm both mount /dev/shm",
@@ -282,6 +283,28 @@ def check_combination(options: RunOptions, flags: Mapping[str, Any]) -> None:
             )
 
 
+# Node labels a flag's value also sets: (the flag's parameter, the node-selector keys).
+_SELECTOR_KEYS = ("kubernetes.io/os", "kubernetes.io/arch")
+
+
+def _check_one_source_per_field(options: RunOptions) -> None:
+    """Two flags that write the same field are an error naming both, never a silent
+    overwrite (config values are defaults, and lose to either flag without a word)."""
+    if "platform" in options.explicit and options.platform is not None:
+        given = options.cli_keys.get("node_selector", {})
+        for key in _SELECTOR_KEYS:
+            if key in given:
+                raise UsageError(
+                    f"--platform and --node-selector {key}=... both set the node selector {key}",
+                    "give one of them",
+                )
+    if options.entrypoint == "" and not options.command:
+        raise UsageError(
+            '--entrypoint "" resets the image\'s entrypoint and leaves nothing to run',
+            "give the command after IMAGE, like `run --entrypoint \"\" IMAGE sh -c 'echo hi'`",
+        )
+
+
 def check_image(image: str) -> None:
     """IMAGE must look like an image reference, not a misplaced flag."""
     if image.startswith("-"):
@@ -292,6 +315,10 @@ def check_image(image: str) -> None:
         )
     if not image.strip():
         raise UsageError("IMAGE is empty", "give an image reference like alpine:3.19")
+    try:
+        values.parse_image_reference(image)
+    except ValueProblem as problem:
+        raise UsageError(f"invalid IMAGE {image!r}", str(problem)) from None
 
 
 def build_run_options(
@@ -342,7 +369,7 @@ def build_run_options(
         node_selector=m.mapping("node_selector", _validate_label),
         workdir=m.scalar("workdir", values.parse_workdir),
         user=m.scalar("user", values.parse_user),
-        entrypoint=m.scalar("entrypoint", values.parse_nonempty),
+        entrypoint=m.scalar("entrypoint", values.parse_entrypoint),
         cpus=m.scalar("cpus", values.parse_cpus),
         memory=m.scalar("memory", values.parse_memory),
         gpus=m.scalar("gpus", values.parse_gpus),

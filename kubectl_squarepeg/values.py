@@ -18,6 +18,8 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 SQUAREPEG_LABEL_PREFIX = "squarepeg.io/"
 MAX_LABEL = 63
 MAX_SUBDOMAIN = 253
+MAX_INT32 = 2**31 - 1  # runAsUser, runAsGroup, ttlSecondsAfterFinished
+MAX_INT64 = 2**63 - 1  # terminationGracePeriodSeconds, an extended resource's count
 
 
 # Patterns are strings: `re` compiles each on first use (and caches it), so a run pays
@@ -175,9 +177,13 @@ _MILLICORES = r"(\d+)m"
 _CPUS_HINT = "give a number of CPUs like 0.5, 2 or 1.25 (or millicores like 500m)"
 
 
-def parse_cpus(text: str) -> str:
-    """docker's decimal CPU count as a Kubernetes quantity: `0.5` -> `500m`, `2` -> `2`."""
+def parse_cpus(text: str) -> str | None:
+    """docker's decimal CPU count as a Kubernetes quantity: `0.5` -> `500m`, `2` -> `2`.
+
+    `0` is no limit (None), as in docker, which also clears a value a config file set."""
     text = _bounded(text.strip())
+    if _is_zero(text):
+        return None
     if match := re.fullmatch(_MILLICORES, text):
         millis = Decimal(match[1])
     elif re.fullmatch(_DECIMAL, text):
@@ -215,6 +221,8 @@ def parse_size(text: str) -> str:
     if number == number.to_integral_value():
         return f"{int(number)}{_BINARY_UNITS[power]}"
     size_bytes = int(number * 1024**power)  # docker truncates fractions of a byte too
+    if size_bytes == 0:
+        raise ValueProblem(f"{text.strip()} is less than one byte; give a size like 512m")
     for exponent in range(power, 0, -1):
         whole, rest = divmod(size_bytes, 1024**exponent)
         if rest == 0:
@@ -222,9 +230,16 @@ def parse_size(text: str) -> str:
     return str(size_bytes)
 
 
-def parse_memory(text: str) -> str:
-    """`-m/--memory`: docker's size form (see `parse_size`)."""
+def parse_memory(text: str) -> str | None:
+    """`-m/--memory`: docker's size form (see `parse_size`); `0` is no limit (None), as in
+    docker, which also clears a limit a config file set."""
+    if _is_zero(text):
+        return None
     return parse_size(text)
+
+
+def _is_zero(text: str) -> bool:
+    return re.fullmatch(r"0+(\.0*)?[a-zA-Z]*", text.strip()) is not None
 
 
 def parse_gpus(text: str) -> int:
@@ -237,6 +252,8 @@ def parse_gpus(text: str) -> int:
         )
     if not (value.isascii() and value.isdigit()):
         raise ValueProblem("give a GPU count like 1 or 2")
+    if int(value) > MAX_INT64:
+        raise ValueProblem(f"Kubernetes counts at most {MAX_INT64}; give a GPU count like 1")
     return int(value)
 
 
@@ -280,19 +297,22 @@ def parse_bool(text: str) -> bool:
     raise ValueProblem("use true or false")
 
 
-_PLATFORM = r"([a-z0-9]+)/([a-z0-9_]+)(/[a-z0-9]+)?"
+_PLATFORM = r"([a-z0-9]+)(?:/([a-z0-9_]+)(/[a-z0-9]+)?)?"
+# The names docker normalises to Go's GOARCH, which the nodes' kubernetes.io/arch label uses.
+_ARCH_ALIASES = {"x86_64": "amd64", "x86-64": "amd64", "aarch64": "arm64", "armhf": "arm",
+                 "armel": "arm", "i386": "386", "i686": "386"}  # fmt: skip
 
 
-def parse_platform(text: str) -> tuple[str, str]:
-    """`OS/ARCH`, matched against the nodes' kubernetes.io/os and kubernetes.io/arch labels."""
-    match = re.fullmatch(_PLATFORM, text.strip().lower())
+def parse_platform(text: str) -> tuple[str, str | None]:
+    """docker's `OS[/ARCH[/VARIANT]]` as the nodes' kubernetes.io/os and kubernetes.io/arch
+    labels. Nodes carry no label for a variant (`linux/arm64/v8` is `linux/arm64`), and
+    docker's architecture aliases (`x86_64`, `aarch64`) become GOARCH names as docker's do."""
+    lowered = text.strip().lower()
+    for alias, arch in _ARCH_ALIASES.items():
+        lowered = lowered.replace(f"/{alias}", f"/{arch}")
+    match = re.fullmatch(_PLATFORM, lowered)
     if not match:
-        raise ValueProblem("use OS/ARCH, like linux/amd64 or linux/arm64")
-    if match[3]:
-        raise ValueProblem(
-            f"nodes carry no label for the variant {match[3][1:]!r}; use OS/ARCH, like "
-            f"{match[1]}/{match[2]}"
-        )
+        raise ValueProblem("use OS[/ARCH[/VARIANT]], like linux/amd64 or linux/arm64/v8")
     return match[1], match[2]
 
 
@@ -309,12 +329,18 @@ def parse_user(text: str) -> tuple[int, int | None]:
             "Kubernetes needs numeric IDs: use UID or UID:GID like 1000 or 1000:1000 "
             "(`docker run --rm --entrypoint id IMAGE NAME` prints the IDs of a user name)"
         )
-    return int(match[1]), None if match[2] is None else int(match[2])
+    ids = int(match[1]), None if match[2] is None else int(match[2])
+    if any(i is not None and i > MAX_INT32 for i in ids):
+        raise ValueProblem(
+            f"Kubernetes stores user and group IDs up to {MAX_INT32} (2^31-1); give a smaller ID"
+        )
+    return ids
 
 
 _DURATION_PART = r"(\d+(?:\.\d+)?)(ms|h|m|s)"
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 _DURATION_HINT = "give seconds like 300, or a duration like 90s, 5m or 1h30m"
+MAX_DURATION = 365 * 86400.0  # beyond it a wait overflows the platform's timeout (or is inf)
 
 
 def parse_duration_seconds(text: str) -> float:
@@ -331,17 +357,26 @@ def parse_duration_seconds(text: str) -> float:
         seconds = sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
     if seconds <= 0:
         raise ValueProblem(f"a duration must be more than 0; {_DURATION_HINT}")
+    if seconds > MAX_DURATION:
+        raise ValueProblem(f"a duration is at most 365 days; {_DURATION_HINT}")
     return seconds
 
 
-def parse_nonnegative_int(text: str) -> int:
-    """A whole number, 0 or more (seconds, for the keys that use it)."""
+def parse_nonnegative_int(text: str, limit: int = MAX_INT64) -> int:
+    """A whole number from 0 to `limit` (what the Kubernetes field can store)."""
     text = _bounded(text.strip())
     if re.fullmatch(r"-\d+", text):
         raise ValueProblem("it cannot be negative; give a whole number like 30 (0 is allowed)")
     if not (text.isascii() and text.isdigit()):
         raise ValueProblem("give a whole number like 30 (0 is allowed)")
+    if int(text) > limit:
+        raise ValueProblem(f"Kubernetes stores at most {limit} here; give a smaller number")
     return int(text)
+
+
+def parse_int32(text: str) -> int:
+    """A whole number, 0 to 2^31-1 (an int32 field such as ttlSecondsAfterFinished)."""
+    return parse_nonnegative_int(text, MAX_INT32)
 
 
 # --- paths, commands, capabilities, DNS ----------------------------------------------------
@@ -351,6 +386,13 @@ def parse_workdir(text: str) -> str:
     """An absolute directory inside the container, as docker requires."""
     if not text.startswith("/"):
         raise ValueProblem("the working directory must be an absolute path, like /app")
+    return text
+
+
+def parse_entrypoint(text: str) -> str:
+    """`--entrypoint`: a program, or "" to reset the image's ENTRYPOINT, as docker does."""
+    if text and not text.strip():
+        raise ValueProblem('give a program like /bin/sh, or "" to reset the entrypoint')
     return text
 
 
@@ -434,29 +476,135 @@ def parse_toleration(text: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Tmpfs:
-    """One `--tmpfs PATH[:OPTIONS]`: an in-memory emptyDir mounted at `path`."""
+    """One `--tmpfs PATH[:OPTIONS]`: an in-memory emptyDir mounted at `path` (normalised).
+
+    `ignored` holds the options given that Kubernetes cannot express (`noexec`, `mode=1777`,
+    ...): the caller warns about them once."""
 
     path: str
     size_limit: str | None = None
     read_only: bool = False
+    ignored: tuple[str, ...] = ()
+
+
+# docker's tmpfs options (its mount flags) that an emptyDir cannot express: warned, ignored.
+_TMPFS_IGNORED = frozenset(
+    [
+        "exec",
+        "noexec",
+        "suid",
+        "nosuid",
+        "dev",
+        "nodev",
+        "sync",
+        "async",
+        "dirsync",
+        "atime",
+        "noatime",
+        "diratime",
+        "nodiratime",
+        "relatime",
+        "norelatime",
+        "strictatime",
+        "nostrictatime",
+        "mand",
+        "nomand",
+        "tmpcopyup",
+    ]
+)
+_TMPFS_IGNORED_VALUED = ("mode", "nr_inodes", "uid", "gid")
+
+
+def normal_path(path: str) -> str:
+    """A mount path as the kernel sees it: `//run/` and `/dev/./shm` are `/run`, `/dev/shm`."""
+    import posixpath
+
+    normal = posixpath.normpath(path)
+    return "/" + normal.lstrip("/") if normal.startswith("/") else normal
 
 
 def parse_tmpfs(text: str) -> Tmpfs:
-    """docker's `PATH[:OPTIONS]`; of the options, `rw`, `ro` and `size=SIZE` have a meaning."""
+    """docker's `PATH[:OPTIONS]`: `size=SIZE` -> sizeLimit, `ro`/`rw` -> the mount's
+    readOnly; the mount flags and `mode=` an emptyDir cannot express are kept in `ignored`."""
     path, _, options = text.partition(":")
     if not path.startswith("/"):
         raise ValueProblem("the tmpfs mount point must be an absolute path, like /tmp or /run")
     size: str | None = None
     read_only = False
+    ignored: list[str] = []
     for option in filter(None, options.split(",")):
-        name, _, value = option.partition("=")
+        name, equals, value = option.partition("=")
         if name == "size" and value:
             size = parse_size(value)
         elif option in ("rw", "ro"):
             read_only = option == "ro"
+        elif option in _TMPFS_IGNORED or (equals and name in _TMPFS_IGNORED_VALUED and value):
+            ignored.append(option)
         else:
             raise ValueProblem(
-                f"the tmpfs option {option!r} has no Kubernetes equivalent; use PATH, "
-                "PATH:size=64m or PATH:ro"
+                f"{option!r} is not a tmpfs option; docker's are rw, ro, size=SIZE, mode=MODE "
+                "and the mount flags (noexec, nosuid, nodev, ...), like /run:rw,size=64m"
             )
-    return Tmpfs(path, size, read_only)
+    return Tmpfs(normal_path(path), size, read_only, tuple(ignored))
+
+
+# --- image references ---------------------------------------------------------------------
+
+# docker's reference grammar (distribution/reference): [HOST[:PORT]/]PATH[:TAG][@DIGEST].
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_HOST = rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[[0-9a-fA-F:.]+\])"
+_DOMAIN = rf"{_HOST}(?::[0-9]+)?"
+_TAG = r"[\w][\w.-]{0,127}"
+_DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
+_REMOTE = (
+    rf"(?P<path>{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*)"
+    rf"(?::(?P<tag>{_TAG}))?(?:@(?P<digest>{_DIGEST}))?"
+)
+MAX_IMAGE_NAME = 255
+_IMAGE_FORM = (
+    "docker's form is [REGISTRY[:PORT]/]REPOSITORY[:TAG][@DIGEST], the repository in "
+    "lowercase, like alpine:3.19, ghcr.io/org/app@sha256:<64 hex> or localhost:5000/team/app"
+)
+
+
+def _split_domain(text: str) -> tuple[str | None, str]:
+    """docker's rule: the first part is a registry when it has a '.' or ':', or is
+    localhost, or holds an uppercase letter (which a repository may not)."""
+    first, slash, rest = text.partition("/")
+    if slash and ("." in first or ":" in first or first == "localhost" or first != first.lower()):
+        return first, rest
+    return None, text
+
+
+def parse_image_reference(text: str) -> str:
+    """IMAGE as docker reads it; anything docker calls an "invalid reference format" is
+    refused with what that means. Returned unchanged: the kubelet's runtime resolves it."""
+    if text != text.strip() or not text:
+        raise ValueProblem(f"an image reference has no spaces; {_IMAGE_FORM}")
+    domain, remainder = _split_domain(text)
+    name = re.split(r"[:@]", remainder, maxsplit=1)[0]
+    if name != name.lower():
+        raise ValueProblem(
+            f"docker calls this an invalid reference format: the repository name ({name}) "
+            f"must be lowercase; use {name.lower()}"
+        )
+    match = re.fullmatch(_REMOTE, remainder)
+    if match is None or (domain is not None and not re.fullmatch(_DOMAIN, domain)):
+        why = "invalid reference format"
+        if "@" in text and not re.search(rf"@{_DIGEST}$", text):
+            why += ": a digest is ALGORITHM:HEX, like sha256: and 64 hex digits"
+        raise ValueProblem(f"docker calls this an {why}; {_IMAGE_FORM}")
+    full_name = (f"{domain}/" if domain else "") + match["path"]
+    if len(full_name) > MAX_IMAGE_NAME:
+        raise ValueProblem(
+            f"docker calls this an invalid reference format: the repository name is longer "
+            f"than {MAX_IMAGE_NAME} characters"
+        )
+    digest = match["digest"]
+    if digest and digest.startswith("sha256:") and len(digest) != len("sha256:") + 64:
+        raise ValueProblem(
+            "docker calls this an invalid reference format: a sha256 digest has exactly 64 "
+            "hex digits"
+        )
+    return text

@@ -115,6 +115,13 @@ class Sandbox:
         path.write_text(text)
         return path
 
+    def write_trusted(self, relative: str, text: str) -> Path:
+        """A project file, written and then trusted with `config trust`, as its user would."""
+        path = self.write(relative, text)
+        trusted = self("config", "trust", str(path))
+        assert trusted.code == 0, trusted.stderr
+        return path
+
     def __call__(self, *args: str, env: Mapping[str, str | None] | None = None) -> Result:
         full_env = dict(self.env)
         for key, value in (env or {}).items():
@@ -390,6 +397,7 @@ def test_every_flag_run_is_quiet_and_complete(every_flag: Result) -> None:
         "priorityClassName",
         "hostAliases",
         "dnsConfig",
+        "dnsPolicy",
         "nodeSelector",
         "tolerations",
         "imagePullSecrets",
@@ -515,8 +523,7 @@ def test_help_and_version_exit_0_on_stdout(sandbox: Sandbox) -> None:
         (["--context", "other"], {}, "team-b"),
         (["--context", "bare"], {}, "default"),  # a context without a namespace
         (["--context", "other", "-n", "mine"], {}, "mine"),
-        ([], {"KUBECONFIG": "/nonexistent/kubeconfig"}, "default"),
-        (["--kubeconfig", "/nonexistent/kubeconfig"], {}, "default"),
+        ([], {"KUBECONFIG": None}, "default"),  # no ~/.kube/config in the sandbox either
     ],
 )
 def test_namespace_resolution(
@@ -524,6 +531,24 @@ def test_namespace_resolution(
 ) -> None:
     result = sandbox.dry(*args, "alpine", env=env)
     assert result.doc["metadata"]["namespace"] == namespace
+
+
+@pytest.mark.parametrize("args", [["--dry-run"], ["--dry-run", "-n", "ns"], []])
+def test_a_kubeconfig_that_does_not_exist_is_an_error(sandbox: Sandbox, args: list[str]) -> None:
+    flag = sandbox("run", *args, "--kubeconfig", "/nonexistent/kc", "alpine").one_error()
+    assert flag == (
+        "the kubeconfig file /nonexistent/kc does not exist (--kubeconfig); check the path, or "
+        "leave --kubeconfig out to use $KUBECONFIG or ~/.kube/config"
+    )
+    listed = f"/nonexistent/a{os.pathsep}/nonexistent/b"
+    env = sandbox("run", *args, "alpine", env={"KUBECONFIG": listed}).one_error()
+    assert env == (
+        f"KUBECONFIG names no file that exists ({listed}); fix KUBECONFIG, or unset it to use "
+        "~/.kube/config"
+    )
+    # One existing file in the list is enough, as for kubectl.
+    both = f"/nonexistent/a{os.pathsep}{sandbox.kubeconfig}"
+    assert sandbox.dry("alpine", env={"KUBECONFIG": both}).doc["metadata"]["namespace"] == "team-a"
 
 
 def test_kubeconfig_flag_picks_the_file(sandbox: Sandbox) -> None:
@@ -550,7 +575,7 @@ def test_a_remembered_namespace_follows_kubeconfig_changes(sandbox: Sandbox) -> 
 
 
 def test_config_namespace_beats_the_context_but_not_n(sandbox: Sandbox) -> None:
-    sandbox.write("project/.squarepeg.yaml", "namespace: from-config\n")
+    sandbox.write_trusted("project/.squarepeg.yaml", "namespace: from-config\n")
     assert sandbox.dry("alpine").doc["metadata"]["namespace"] == "from-config"
     assert sandbox.dry("-n", "flag", "alpine").doc["metadata"]["namespace"] == "flag"
 
@@ -569,7 +594,7 @@ def test_in_cluster_namespace_file_is_the_fallback(sandbox: Sandbox) -> None:
     account = sandbox.root / "serviceaccount"
     account.mkdir()
     (account / "namespace").write_text("pod-ns\n")
-    env = {"KUBECONFIG": "/nonexistent/kubeconfig", "SQUAREPEG_SERVICEACCOUNT_DIR": str(account)}
+    env = {"KUBECONFIG": None, "SQUAREPEG_SERVICEACCOUNT_DIR": str(account)}
     assert sandbox.dry("alpine", env=env).doc["metadata"]["namespace"] == "pod-ns"
     assert sandbox.dry("-n", "mine", "alpine", env=env).doc["metadata"]["namespace"] == "mine"
 
@@ -579,7 +604,7 @@ def test_an_explicit_context_that_does_not_exist_is_an_error(sandbox: Sandbox) -
         "--context nope does not exist in the kubeconfig (contexts: bare, ctx, other); pass one "
         "of the names `kubectl config get-contexts` lists"
     )
-    missing = sandbox.dry("--context", "nope", "alpine", env={"KUBECONFIG": "/nonexistent/kc"})
+    missing = sandbox.dry("--context", "nope", "alpine", env={"KUBECONFIG": None})
     assert missing.one_error().startswith("--context nope does not exist in the kubeconfig")
 
 
@@ -588,7 +613,7 @@ def test_an_explicit_context_that_does_not_exist_is_an_error(sandbox: Sandbox) -
 
 def test_layers_apply_in_order(sandbox: Sandbox) -> None:
     sandbox.write("xdg/squarepeg/config.yaml", "cpus: 1\nmemory: 1g\ngpus: 1\nhostname: user\n")
-    sandbox.write("project/.squarepeg.yaml", "memory: 2g\ngpus: 2\nhostname: project\n")
+    sandbox.write_trusted("project/.squarepeg.yaml", "memory: 2g\ngpus: 2\nhostname: project\n")
     env_files = [
         sandbox.write("e1.yaml", "gpus: 3\nhostname: env1\n"),
         sandbox.write("e2.yaml", "hostname: env2\nstop_timeout: 5\n"),
@@ -626,14 +651,49 @@ def test_user_layer_defaults_to_dot_config(sandbox: Sandbox) -> None:
     assert result.container["resources"]["limits"] == {"cpu": 2}
 
 
+def test_a_project_file_is_used_only_while_trusted(sandbox: Sandbox) -> None:
+    path = sandbox.write("project/.squarepeg.yaml", "privileged: true\n")
+    hint = f"read it, then run `kubectl squarepeg config trust {path}` to use it"
+    assert (
+        sandbox.dry("alpine")
+        .one_error()
+        .startswith(f"the project config file {path} is not trusted; {hint}")
+    )
+    view = sandbox("config", "view")
+    assert view.code == 0 and "privileged" not in yaml.safe_load(view.stdout)
+    assert f"#   {path} (project, not trusted: not used)" in view.stdout.splitlines()
+    trusted = sandbox("config", "trust")  # the nearest project file, from the working dir
+    assert (trusted.code, trusted.lines) == (0, [f"squarepeg: trusted {path} as it is now"])
+    assert sandbox.dry("alpine").container["securityContext"] == {"privileged": True}
+    assert f"#   {path} (project, trusted)" in sandbox("config", "view").stdout.splitlines()
+    path.write_text("privileged: true\nhostname: changed\n")
+    assert (
+        sandbox.dry("alpine")
+        .one_error()
+        .startswith(f"the project config file {path} changed since you trusted it; {hint}")
+    )
+    assert sandbox("config", "trust", str(path)).code == 0
+    assert sandbox.dry("alpine").doc["spec"]["hostname"] == "changed"
+    untrusted = sandbox("config", "untrust")
+    assert untrusted.lines == [f"squarepeg: no longer trusted: {path}"]
+    assert "is not trusted" in sandbox.dry("alpine").one_error()
+
+
+def test_trust_without_a_project_file_says_what_to_give(sandbox: Sandbox) -> None:
+    assert sandbox("config", "trust").one_error() == (
+        "no .squarepeg.yaml in this directory or above it; give the file to trust: "
+        "`kubectl squarepeg config trust FILE`"
+    )
+
+
 def test_the_nearest_project_file_wins(sandbox: Sandbox) -> None:
-    sandbox.write("project/.squarepeg.yaml", "cpus: 1\n")
-    sandbox.write("project/sub/.squarepeg.yaml", "cpus: 3\n")
+    sandbox.write_trusted("project/.squarepeg.yaml", "cpus: 1\n")
+    sandbox.write_trusted("project/sub/.squarepeg.yaml", "cpus: 3\n")
     assert sandbox.dry("alpine").container["resources"]["limits"] == {"cpu": 3}
 
 
 def test_interpolation_and_typed_keys(sandbox: Sandbox) -> None:
-    sandbox.write(
+    sandbox.write_trusted(
         "project/.squarepeg.yaml",
         "timeout: ${STARTUP:-300}\nworkdir: /w/${WHO}\nentrypoint: ${UNSET:-/bin/sh}\n"
         "env:\n  PRICE: $$5\n  USER_HOME: ${HOME}\n  ONCE: ${REF}\n  FALLBACK: ${EMPTY:-fb}\n",
@@ -655,7 +715,7 @@ def test_mappings_merge_lists_replace_null_resets(sandbox: Sandbox) -> None:
         "xdg/squarepeg/config.yaml",
         "env: {A: user, B: user}\ncap_add: [CHOWN]\ncpus: 1\nlabels: {team: a}\n",
     )
-    sandbox.write(
+    sandbox.write_trusted(
         "project/.squarepeg.yaml", "env: {B: project}\ncap_add: [NET_ADMIN]\ncpus: null\n"
     )
     container = sandbox.dry("alpine").container
@@ -665,7 +725,7 @@ def test_mappings_merge_lists_replace_null_resets(sandbox: Sandbox) -> None:
 
 
 def test_cleanup_false_keeps_and_rm_overrides_it(sandbox: Sandbox) -> None:
-    sandbox.write("project/.squarepeg.yaml", "cleanup: false\n")
+    sandbox.write_trusted("project/.squarepeg.yaml", "cleanup: false\n")
     assert sandbox.dry("alpine").doc["metadata"]["labels"]["squarepeg.io/keep"] == "true"
     assert "squarepeg.io/keep" not in sandbox.dry("--rm", "alpine").doc["metadata"]["labels"]
 
@@ -673,7 +733,7 @@ def test_cleanup_false_keeps_and_rm_overrides_it(sandbox: Sandbox) -> None:
 PASSTHROUGH = """\
 kubernetes:
   metadata:
-    labels: {owner: conf, squarepeg.io/keep: "true"}
+    labels: {owner: conf}
   spec:
     hostname: conf-host
     containers:
@@ -688,7 +748,7 @@ kubernetes:
 
 
 def test_passthrough_merges_and_claims_keep_explicit_flags(sandbox: Sandbox) -> None:
-    path = sandbox.write("project/.squarepeg.yaml", PASSTHROUGH)
+    path = sandbox.write_trusted("project/.squarepeg.yaml", PASSTHROUGH)
     result = sandbox.dry("-e", "A=flag", "alpine")
     doc = result.doc
     assert doc["metadata"]["labels"]["owner"] == "conf"
@@ -705,9 +765,6 @@ def test_passthrough_merges_and_claims_keep_explicit_flags(sandbox: Sandbox) -> 
         {"name": "side", "image": "busybox"},
     ]
     assert result.lines == [
-        f'squarepeg: warning: ignored config kubernetes.metadata.labels["squarepeg.io/keep"] '
-        f"({path}:3): it would change /metadata/labels/squarepeg.io~1keep, which squarepeg "
-        "always sets itself",
         f"squarepeg: warning: ignored config kubernetes.spec.containers[name=main].image "
         f"({path}:8): it would change /spec/containers/[name=main]/image, which IMAGE set on "
         "the command line",
@@ -718,8 +775,41 @@ def test_passthrough_merges_and_claims_keep_explicit_flags(sandbox: Sandbox) -> 
     assert sandbox.dry("-q", "-e", "A=flag", "alpine").lines == result.lines  # warnings stay
 
 
+CONTRACT = [
+    ("kubernetes:\n  spec:\n    restartPolicy: Always\n", 3, "/spec/restartPolicy", ()),
+    (
+        "kubernetes:\n  metadata:\n    labels: {squarepeg.io/keep: 'true'}\n",
+        3,
+        "/metadata/labels/squarepeg.io~1keep",
+        (),
+    ),
+    (
+        "kubernetes:\n  spec:\n    containers:\n    - {name: main, image: x}\n"
+        "  patches:\n  - {op: replace, path: /spec/containers/0/name, value: other}\n",
+        6,
+        "/spec/containers/[name=main]/name",
+        (),
+    ),
+    (
+        "kubernetes:\n  patches:\n  - {op: replace, path: /spec/backoffLimit, value: 3}\n",
+        3,
+        "/spec/backoffLimit",
+        ("--mode", "job"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "line", "field", "args"), CONTRACT, ids=lambda v: str(v)[:20])
+def test_config_that_breaks_the_runs_contract_is_refused_with_file_and_line(
+    sandbox: Sandbox, text: str, line: int, field: str, args: tuple[str, ...]
+) -> None:
+    path = sandbox.write_trusted("project/.squarepeg.yaml", text)
+    error = sandbox.dry(*args, "alpine").one_error()
+    assert f"({path}:{line}) would change {field}, which squarepeg's run depends on" in error
+
+
 def test_passthrough_is_rehomed_in_job_mode(sandbox: Sandbox) -> None:
-    sandbox.write("project/.squarepeg.yaml", PASSTHROUGH)
+    sandbox.write_trusted("project/.squarepeg.yaml", PASSTHROUGH)
     doc = sandbox.dry("--mode", "job", "-h", "flag-host", "alpine").doc
     template = doc["spec"]["template"]
     assert template["metadata"]["labels"]["owner"] == "conf"
@@ -733,7 +823,7 @@ def test_passthrough_named_lists_merge_across_layers(sandbox: Sandbox) -> None:
         "xdg/squarepeg/config.yaml",
         "kubernetes:\n  spec:\n    containers:\n    - {name: side, image: busybox}\n",
     )
-    sandbox.write(
+    sandbox.write_trusted(
         "project/.squarepeg.yaml",
         "kubernetes:\n  spec:\n    containers:\n    - {name: side, args: [x]}\n",
     )
@@ -746,19 +836,19 @@ def test_patches_concatenate_and_apply_to_the_final_resource(sandbox: Sandbox) -
         "xdg/squarepeg/config.yaml",
         "kubernetes:\n  patches:\n  - {op: add, path: /metadata/annotations, value: {a: user}}\n",
     )
-    sandbox.write(
+    sandbox.write_trusted(
         "project/.squarepeg.yaml",
         "kubernetes:\n  patches:\n"
         "  - {op: add, path: /metadata/annotations/b, value: project}\n"
-        "  - {op: replace, path: /spec/backoffLimit, value: 3}\n",
+        "  - {op: add, path: /spec/activeDeadlineSeconds, value: 3}\n",
     )
     job = sandbox.dry("--mode", "job", "alpine").doc
     assert job["metadata"]["annotations"] == {"a": "user", "b": "project"}
-    assert job["spec"]["backoffLimit"] == 3
+    assert job["spec"]["activeDeadlineSeconds"] == 3
 
 
 def test_config_view_and_show_origin(sandbox: Sandbox) -> None:
-    project = sandbox.write("project/.squarepeg.yaml", "cpus: 0.5\nenv:\n  A: '1'\n")
+    project = sandbox.write_trusted("project/.squarepeg.yaml", "cpus: 0.5\nenv:\n  A: '1'\n")
     explicit = sandbox.write("x.yaml", "mode: job\n")
     view = sandbox("config", "view", "--config", str(explicit))
     assert view.code == 0 and view.stderr == ""
@@ -775,6 +865,11 @@ def test_config_view_and_show_origin(sandbox: Sandbox) -> None:
     }
     shown = sandbox("config", "view", "--show-origin", "--config", str(explicit)).stdout
     assert shown.splitlines()[:3] == [
+        "# config files, lowest precedence first:",
+        f"#   {project} (project, trusted)",
+        f"#   {explicit} (--config)",
+    ]
+    assert shown.splitlines()[3:6] == [
         f"mode: job  # {explicit}:1",
         "timeout: 300  # default",
         "cleanup: true  # default",
@@ -824,8 +919,9 @@ BAD_FLAGS = [
     ),
     (["--mode", "deamon", "alpine"], "invalid value 'deamon' for --mode; use pod or job"),
     (
-        ["--platform", "linux", "alpine"],
-        "invalid value 'linux' for --platform; use OS/ARCH, like linux/amd64 or linux/arm64",
+        ["--platform", "linux/", "alpine"],
+        "invalid value 'linux/' for --platform; use OS[/ARCH[/VARIANT]], like linux/amd64 or "
+        "linux/arm64/v8",
     ),
     (
         ["--toleration", "gpu", "alpine"],
@@ -909,13 +1005,12 @@ def test_a_typo_before_image_suggests_the_option(sandbox: Sandbox) -> None:
 BAD_CONFIG = [
     (
         "x: !!python/object/apply:os.system [ls]\n",
-        "invalid YAML: the tag 'tag:yaml.org,2002:python/object/apply:os.system' is not "
-        "allowed ({path}:1); remove the tag",
+        "the YAML tag !!python/object/apply:os.system is not allowed in a config file "
+        "({path}:1); remove the tag",
     ),
     (
         "x: !!python/name:os.system ''\n",
-        "invalid YAML: could not determine a constructor for the tag "
-        "'tag:yaml.org,2002:python/name:os.system' ({path}:1)",
+        "the YAML tag !!python/name:os.system is not allowed in a config file ({path}:1)",
     ),
     ("cpu: 1\n", "unknown config key 'cpu' ({path}:1); did you mean 'cpus'?"),
     (
@@ -965,7 +1060,9 @@ BAD_CONFIG = [
     ("text", "message"), BAD_CONFIG, ids=[t.split(":")[0] for t, _ in BAD_CONFIG]
 )
 def test_bad_config_files(sandbox: Sandbox, text: str, message: str) -> None:
-    path = sandbox.write("project/.squarepeg.yaml", text.replace("{{", "{").replace("}}", "}"))
+    path = sandbox.write_trusted(
+        "project/.squarepeg.yaml", text.replace("{{", "{").replace("}}", "}")
+    )
     assert sandbox.dry("alpine").one_error().startswith(message.format(path=path))
     # The same file fails `config view` the same way (patches apply only to a manifest).
     if "patches" not in text:
@@ -1004,6 +1101,7 @@ def test_help_and_version_load_only_click(sandbox: Sandbox) -> None:
         assert ours <= {
             "kubectl_squarepeg.cli",
             "kubectl_squarepeg.console",
+            "kubectl_squarepeg.dockerflags",
             "kubectl_squarepeg.errors",
         }
         assert not {"yaml", "sh", "jsonpatch"} & imported_modules(sandbox, *args)
@@ -1015,5 +1113,97 @@ def test_a_dry_run_that_asks_no_kubectl_never_imports_sh(sandbox: Sandbox) -> No
     modules = imported_modules(sandbox, "run", "--dry-run", "-n", "team", "alpine")
     assert "sh" not in modules and "asyncio" not in modules
     assert "yaml" not in modules  # no config file: PyYAML is not needed either
-    sandbox.write("project/.squarepeg.yaml", "cpus: 1\n")
+    sandbox.write_trusted("project/.squarepeg.yaml", "cpus: 1\n")
     assert "sh" not in imported_modules(sandbox, "run", "--dry-run", "-n", "team", "alpine")
+
+
+# --- docker's meanings -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "localhost:5000/team/sub/app:v1",
+        "ghcr.io/org/app@sha256:" + "a" * 64,
+        "registry.example.com:5000/foo/bar:tag@sha256:" + "b" * 64,
+    ],
+)
+def test_docker_image_references_pass(sandbox: Sandbox, image: str) -> None:
+    assert sandbox.dry(image).container["image"] == image
+
+
+@pytest.mark.parametrize(
+    ("image", "message"),
+    [
+        ("Alpine", "invalid IMAGE 'Alpine'; docker calls this an invalid reference format: the "
+         "repository name (Alpine) must be lowercase; use alpine"),
+        ("alpine:", "invalid IMAGE 'alpine:'; docker calls this an invalid reference format; "
+         "docker's form is [REGISTRY[:PORT]/]REPOSITORY[:TAG][@DIGEST]"),
+        ("alpine@sha256:abc", "invalid IMAGE 'alpine@sha256:abc'; docker calls this an invalid "
+         "reference format: a digest is ALGORITHM:HEX"),
+    ],
+)  # fmt: skip
+def test_docker_invalid_image_references_exit_125(
+    sandbox: Sandbox, image: str, message: str
+) -> None:
+    assert sandbox.dry(image).one_error().startswith(message)
+
+
+def test_zero_sizes_round_to_nothing_and_zero_limits_clear_config(sandbox: Sandbox) -> None:
+    assert (
+        sandbox.dry("--shm-size", "0.1b", "alpine")
+        .one_error()
+        .startswith("invalid value '0.1b' for --shm-size; 0.1b is less than one byte")
+    )
+    sandbox.write("xdg/squarepeg/config.yaml", "memory: 1g\ncpus: 2\n")
+    assert sandbox.dry("alpine").container["resources"]["limits"] == {"cpu": 2, "memory": "1Gi"}
+    assert "resources" not in sandbox.dry("-m", "0", "--cpus", "0", "alpine").container
+    assert sandbox.dry("-m", "0", "alpine").container["resources"]["limits"] == {"cpu": 2}
+
+
+def test_dockers_documented_tmpfs_example_works_with_one_warning(sandbox: Sandbox) -> None:
+    result = sandbox.dry("--tmpfs", "/run:rw,noexec,nosuid,size=65536k", "alpine")
+    assert result.container["volumeMounts"] == [{"name": "tmpfs-1", "mountPath": "/run"}]
+    assert result.doc["spec"]["volumes"][0]["emptyDir"] == {
+        "medium": "Memory",
+        "sizeLimit": "65536Ki",
+    }
+    assert result.lines == [
+        "squarepeg: warning: --tmpfs /run: noexec, nosuid cannot be set on a Kubernetes "
+        "emptyDir and are ignored (it is mounted with the container runtime's defaults)"
+    ]
+
+
+def test_platform_takes_dockers_variant_form(sandbox: Sandbox) -> None:
+    assert sandbox.dry("--platform", "linux/arm64/v8", "alpine").doc["spec"]["nodeSelector"] == {
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "arm64",
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--platform", "linux/arm64", "--node-selector", "kubernetes.io/arch=amd64"],
+         "--platform and --node-selector kubernetes.io/arch=... both set the node selector "
+         "kubernetes.io/arch; give one of them"),
+        (["--shm-size", "1g", "--tmpfs", "/dev/shm/"],
+         "--shm-size and a tmpfs at /dev/shm both mount /dev/shm"),
+        (["--tmpfs", "/run", "--tmpfs", "//run:size=1m"], "--tmpfs /run is given twice"),
+        (["-u", "2147483648"], "invalid value '2147483648' for --user; Kubernetes stores user and "
+         "group IDs up to 2147483647"),
+        (["--stop-timeout", "9223372036854775808"],
+         "invalid value '9223372036854775808' for --stop-timeout; Kubernetes stores at most"),
+    ],
+)  # fmt: skip
+def test_two_flags_for_one_field_and_unstorable_values_are_refused(
+    sandbox: Sandbox, args: list[str], message: str
+) -> None:
+    assert sandbox.dry(*args, "alpine").one_error().startswith(message)
+
+
+def test_entrypoint_empty_resets_and_dns_replaces_the_clusters(sandbox: Sandbox) -> None:
+    result = sandbox.dry("--entrypoint", "", "--dns", "1.1.1.1", "alpine", "sh", "-c", "true")
+    assert result.container["command"] == ["sh", "-c", "true"]
+    assert "args" not in result.container
+    assert result.doc["spec"]["dnsPolicy"] == "None"

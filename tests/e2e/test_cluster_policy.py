@@ -111,7 +111,7 @@ def test_dry_run_server_answers_with_what_the_api_server_added(
     assert spec["containers"][0]["terminationMessagePath"] == "/dev/termination-log"
 
 
-@pytest.mark.localkube_only("kubesim has no ServiceAccount admission and no managedFields "
+@pytest.mark.localkube_only("kubesim has no ServiceAccount admission "
                             "(tests/kubesim/README.md, differences)")
 def test_dry_run_server_shows_what_only_the_real_admission_adds(
     squarepeg: Squarepeg,
@@ -119,12 +119,13 @@ def test_dry_run_server_shows_what_only_the_real_admission_adds(
     done = squarepeg("run", "--dry-run-server", "--name", "planned", "alpine", "true")
     assert done.code == 0, done.stderr
     pod = yaml.safe_load(done.stdout)
-    # The ServiceAccount admission plugin mounts the token, CA and namespace as a
-    # projected volume; server-side apply bookkeeping names kubectl as the manager.
+    # The ServiceAccount admission plugin mounts a bound token, the cluster's CA and the
+    # namespace as a projected volume.
     volumes = {v["name"]: v for v in pod["spec"].get("volumes") or []}
     token = [name for name in volumes if name.startswith("kube-api-access-")]
     assert token, pod["spec"]
     assert {"mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "name": token[0],
             "readOnly": True} in pod["spec"]["containers"][0]["volumeMounts"]
-    managers = {entry["manager"] for entry in pod["metadata"]["managedFields"]}
-    assert "kubectl-create" in managers, managers
+    sources = volumes[token[0]]["projected"]["sources"]
+    assert {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}} in sources
+    assert any(s.get("configMap", {}).get("name") == "kube-root-ca.crt" for s in sources)

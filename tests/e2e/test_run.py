@@ -255,7 +255,8 @@ def test_in_cluster_fallback_when_there_is_no_kubeconfig(
         "run", *SH, "echo inside; exit 6",
         namespaced=False,
         env={
-            "KUBECONFIG": str(tmp_path / "missing-kubeconfig"),
+            "KUBECONFIG": "",  # unset, as in a pod; HOME has no ~/.kube/config
+            "HOME": str(tmp_path),
             "SQUAREPEG_SERVICEACCOUNT_DIR": str(serviceaccount),
             **in_cluster_env(kubesim),
         },

@@ -15,7 +15,8 @@
         and how long it took on stderr.
     ctl --kubeconfig FILE restart --down SECONDS | evict NAMESPACE/POD |
         delete-pod NAMESPACE/POD [--grace-period N] | drop-logs [--after-bytes N]
-        Faults by real means: stop the kube-apiserver process, keep it down for SECONDS,
+        Faults by real means: stop the kube-apiserver process (SIGTERM, SIGKILL after a
+        second: open streams end then), keep it down for SECONDS,
         start it again on the same port (etcd keeps the state; the command returns once it
         is stopped); a node-pressure eviction by the node agent; a graceful DELETE through
         the API, as another actor's `kubectl delete`; the node agent cutting its end of
@@ -69,6 +70,7 @@ from tests.localkube.processes import (
 )
 
 TEARDOWN_SECONDS = 2.0
+RESTART_GRACE_SECONDS = 1.0
 CANARY = "localkube-canary"
 EXTENSION = "localkube"
 
@@ -231,7 +233,10 @@ class Cluster:
         down = float(request.args.get("down") or 0)
         self._restarting = True
         began = time.monotonic()
-        self.apiserver.stop()
+        # SIGTERM, then SIGKILL a second later: the graceful shutdown would keep serving
+        # open log streams (not watches) for as long as the stop waits, so "down" would
+        # not mean down.
+        self.apiserver.stop(RESTART_GRACE_SECONDS)
         request.answer.put({"restarting": True, "down": down,
                             "stopped_in": round(time.monotonic() - began, 2)})
         if self.stop_requested.wait(down):

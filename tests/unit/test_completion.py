@@ -89,7 +89,7 @@ def test_a_path_inside_the_container_gets_no_local_file_names() -> None:
 
 
 def test_nested_groups_and_their_flags() -> None:
-    assert values("config", "") == ["view"]
+    assert values("config", "") == ["trust", "untrust", "view"]
     assert "--show-origin" in values("config", "view", "--")
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_squarepeg import config
+from kubectl_squarepeg import config, trust
 from kubectl_squarepeg.config import Origin
 from kubectl_squarepeg.errors import ConfigError
 from kubectl_squarepeg.values import Tmpfs
@@ -75,6 +75,9 @@ def test_load_reads_every_layer_and_skips_missing_optional_ones(tmp_path: Path) 
     (tmp_path / "xdg" / "squarepeg").mkdir(parents=True)
     (tmp_path / "xdg" / "squarepeg" / "config.yaml").write_text("cpus: 2\n")
     (tmp_path / ".squarepeg.yaml").write_text("gpus: 1\n")
+    store = trust.Store.load(tmp_path / "xdg" / "squarepeg")
+    store.trust(tmp_path / ".squarepeg.yaml", b"gpus: 1\n")
+    store.save()
     (tmp_path / "env.yaml").write_text("mode: job\n")
     (tmp_path / "flag.yaml").write_text("mode: pod\ntimeout: 5m\n")
     merged = config.load(
@@ -126,6 +129,65 @@ def test_missing_explicit_files_are_errors(
     assert caught.value.one_line().startswith(message)
 
 
+def _project(tmp_path: Path, text: str) -> Path:
+    (tmp_path / "repo" / "sub").mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "repo" / ".squarepeg.yaml"
+    path.write_text(text)
+    return path
+
+
+def _load_from_repo(tmp_path: Path, **kwargs: Any) -> config.Config:
+    return config.load(
+        environ={"XDG_CONFIG_HOME": str(tmp_path / "xdg")},
+        cwd=tmp_path / "repo" / "sub",
+        home=tmp_path,
+        system=tmp_path / "none",
+        **kwargs,
+    )
+
+
+def test_an_untrusted_project_file_is_refused_naming_the_trust_command(tmp_path: Path) -> None:
+    path = _project(tmp_path, "cpus: 1\n")
+    with pytest.raises(ConfigError) as caught:
+        _load_from_repo(tmp_path)
+    assert caught.value.one_line().startswith(
+        f"the project config file {path} is not trusted; read it, then run "
+        f"`kubectl squarepeg config trust {path}` to use it"
+    )
+
+
+def test_a_trusted_project_file_is_used_until_it_changes(tmp_path: Path) -> None:
+    path = _project(tmp_path, "cpus: 1\n")
+    store = trust.Store.load(tmp_path / "xdg" / "squarepeg")
+    store.trust(path, path.read_bytes())
+    store.save()
+    merged = _load_from_repo(tmp_path)
+    assert merged.values["cpus"] == "1"
+    assert [f.describe() for f in merged.found] == [f"{path} (project, trusted)"]
+    path.write_text("cpus: 1\nprivileged: true\n")
+    with pytest.raises(ConfigError, match="changed since you trusted it"):
+        _load_from_repo(tmp_path)
+
+
+def test_config_view_skips_an_untrusted_project_file_and_says_so(tmp_path: Path) -> None:
+    path = _project(tmp_path, "cpus: 1\n")
+    merged = _load_from_repo(tmp_path, skip_untrusted=True)
+    assert "cpus" not in merged.values
+    assert config.view_text(merged).splitlines()[:2] == [
+        "# config files, lowest precedence first:",
+        f"#   {path} (project, not trusted: not used)",
+    ]
+
+
+def test_other_layers_need_no_trust(tmp_path: Path) -> None:
+    (tmp_path / "repo" / "sub").mkdir(parents=True)
+    (tmp_path / "xdg" / "squarepeg").mkdir(parents=True)
+    (tmp_path / "xdg" / "squarepeg" / "config.yaml").write_text("cpus: 2\n")
+    (tmp_path / "x.yaml").write_text("memory: 1g\n")
+    merged = _load_from_repo(tmp_path, explicit=[str(tmp_path / "x.yaml")])
+    assert (merged.values["cpus"], merged.values["memory"]) == ("2", "1Gi")
+
+
 def test_an_unreadable_optional_file_is_an_error(tmp_path: Path) -> None:
     # A directory where the system file should be: there, but not readable as a file.
     with pytest.raises(ConfigError, match=f"cannot read config file {tmp_path}: Is a directory"):
@@ -149,7 +211,16 @@ def test_defaults_and_an_empty_file() -> None:
             "invalid YAML: mapping values are not allowed in this context (a.yaml:2)",
         ),
         ("env: [a\n", "invalid YAML:"),
-        ("cpus: 1\n---\ncpus: 2\n", "(a.yaml:2)"),
+        (
+            "cpus: 1\n---\ncpus: 2\n",
+            "a.yaml holds more than one YAML document (another starts at a.yaml:2); a config "
+            "file is one mapping: remove that `---` line",
+        ),
+        (
+            "cpus: 1\nx: !Ref foo\n",
+            "the YAML tag !Ref is not allowed in a config file (a.yaml:2); remove the tag",
+        ),
+        ("labels: !custom {a: b}\n", "the YAML tag !custom is not allowed in a config file"),
         (
             "- cpus\n",
             "a config file must be a YAML mapping (a.yaml:1); write keys like `cpus: 0.5`",
@@ -163,6 +234,11 @@ def test_defaults_and_an_empty_file() -> None:
 )
 def test_unreadable_yaml_names_the_file_and_line(text: str, message: str) -> None:
     assert message in error(text)
+
+
+def test_yamls_own_tags_are_plain_values() -> None:
+    merged = load("cpus: !!str 1\nenv: !!map {A: b}\n")
+    assert (merged.values["cpus"], merged.values["env"]) == ("1", {"A": "b"})
 
 
 def test_yaml_syntax_error_says_how_to_fix() -> None:
@@ -522,7 +598,12 @@ def test_config_view_is_the_merged_yaml() -> None:
 
 def test_config_view_show_origin_puts_a_comment_on_every_value() -> None:
     text = config.view_text(load(*VIEW_FILES), show_origin=True)
-    assert text.splitlines() == [
+    assert text.splitlines()[:3] == [
+        "# config files, lowest precedence first:",
+        "#   a.yaml (text)",
+        "#   b.yaml (text)",
+    ]
+    assert text.splitlines()[3:] == [
         "mode: pod  # default",
         "timeout: 300  # default",
         "cleanup: true  # default",

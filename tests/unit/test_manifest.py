@@ -166,7 +166,10 @@ POD_FLAGS: list[tuple[dict[str, Any], dict[str, Any]]] = [
     ),
     (
         {"dns": ("1.1.1.1",), "dns_search": ("example.com",)},
-        {"dnsConfig": {"nameservers": ["1.1.1.1"], "searches": ["example.com"]}},
+        {
+            "dnsPolicy": "None",
+            "dnsConfig": {"nameservers": ["1.1.1.1"], "searches": ["example.com"]},
+        },
     ),
     (
         {"platform": "linux/arm64"},
@@ -194,6 +197,7 @@ POD_FLAGS: list[tuple[dict[str, Any], dict[str, Any]]] = [
 def test_pod_flags(given: dict[str, Any], fields: dict[str, Any]) -> None:
     spec = plan(**given).manifest["spec"]
     assert {k: v for k, v in spec.items() if k not in ("containers", "restartPolicy")} == fields
+    assert spec["restartPolicy"] == "Never"
 
 
 def test_metadata_flags() -> None:
@@ -359,14 +363,42 @@ kubernetes:
   spec:
     containers: [{name: main, image: alpine}]
 """
-    p = plan(meta)
-    assert p.manifest["metadata"] == {
-        "name": "squarepeg-alpine-a1b2c3",
-        "namespace": "team-a",
-        "labels": LABELS,
-    }
-    assert len(p.warnings) == 5
-    assert all(w.endswith("which squarepeg always sets itself") for w in p.warnings)
+    with pytest.raises(ConfigError) as caught:
+        plan(meta)
+    assert caught.value.one_line().startswith(
+        "config kubernetes.metadata.name (c0.yaml:4) would change /metadata/name, which "
+        "squarepeg's run depends on; remove it"
+    )
+    # The same values as squarepeg's own are no change, and no error.
+    same = "kubernetes:\n  spec:\n    restartPolicy: Never\n    containers: [{name: main}]\n"
+    assert plan(same).manifest["spec"]["restartPolicy"] == "Never"
+
+
+@pytest.mark.parametrize(
+    ("text", "mode", "field"),
+    [
+        ("kubernetes:\n  spec:\n    restartPolicy: OnFailure\n", "pod", "/spec/restartPolicy"),
+        (
+            "kubernetes:\n  spec:\n    restartPolicy: Always\n",
+            "job",
+            "/spec/template/spec/restartPolicy",
+        ),
+        (
+            "kubernetes:\n  patches:\n  - {op: replace, path: /spec/backoffLimit, value: 2}\n",
+            "job",
+            "/spec/backoffLimit",
+        ),
+        (
+            "kubernetes:\n  patches:\n  - {op: remove, path: /spec/restartPolicy}\n",
+            "pod",
+            "/spec/restartPolicy",
+        ),
+    ],
+)
+def test_the_runs_contract_is_refused_not_warned(text: str, mode: str, field: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        plan(text, mode=mode)
+    assert f"would change {field}, which squarepeg's run depends on" in caught.value.message
 
 
 def test_job_mode_rehomes_passthrough_under_the_template() -> None:
@@ -409,12 +441,69 @@ def test_patches_apply_to_the_final_pod_around_claims() -> None:
 
 def test_patches_apply_to_the_job_itself_in_job_mode() -> None:
     p = plan(
-        "kubernetes:\n  patches:\n  - {op: replace, path: /spec/backoffLimit, value: 2}\n",
+        "kubernetes:\n  patches:\n  - {op: add, path: /spec/activeDeadlineSeconds, value: 9}\n",
         mode="job",
     )
-    assert p.manifest["spec"]["backoffLimit"] == 2
+    assert p.manifest["spec"]["activeDeadlineSeconds"] == 9
     with pytest.raises(ConfigError) as caught:
         plan(PATCHES, mode="job")
     assert caught.value.one_line().startswith(
         "kubernetes.patches[1] (c0.yaml:5) cannot be applied: "
+    )
+
+
+# --- docker's meanings ---------------------------------------------------------------------
+
+
+def test_an_empty_entrypoint_makes_the_command_the_whole_command_line() -> None:
+    container = main_container(plan(entrypoint="", command=("sh", "-c", "echo hi")))
+    assert container["command"] == ["sh", "-c", "echo hi"] and "args" not in container
+
+
+def test_dns_replaces_the_clusters_nameservers() -> None:
+    spec = plan(dns=("1.1.1.1",)).manifest["spec"]
+    assert (spec["dnsPolicy"], spec["dnsConfig"]) == ("None", {"nameservers": ["1.1.1.1"]})
+    assert "dnsPolicy" not in plan(dns_search=("example.com",)).manifest["spec"]
+
+
+def test_platform_with_a_variant_or_an_os_alone() -> None:
+    assert plan(platform="linux/arm64/v8").manifest["spec"]["nodeSelector"] == {
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "arm64",
+    }
+    assert plan(platform="windows").manifest["spec"]["nodeSelector"] == {
+        "kubernetes.io/os": "windows"
+    }
+
+
+def test_dockers_tmpfs_example_works_with_one_warning() -> None:
+    p = plan(tmpfs=("/run:rw,noexec,nosuid,size=65536k",))
+    assert p.manifest["spec"]["volumes"] == [
+        {"name": "tmpfs-1", "emptyDir": {"medium": "Memory", "sizeLimit": "65536Ki"}}
+    ]
+    assert main_container(p)["volumeMounts"] == [{"name": "tmpfs-1", "mountPath": "/run"}]
+    assert p.warnings == (
+        "--tmpfs /run: noexec, nosuid cannot be set on a Kubernetes emptyDir and are ignored "
+        "(it is mounted with the container runtime's defaults)",
+    )
+
+
+def test_a_flag_mount_wins_at_a_config_volumes_path() -> None:
+    conf = """
+kubernetes:
+  spec:
+    containers:
+    - name: main
+      volumeMounts: [{name: cache, mountPath: /run/}, {name: other, mountPath: /other}]
+    volumes: [{name: cache, emptyDir: {}}, {name: other, emptyDir: {}}]
+"""
+    p = plan(conf, tmpfs=("//run",))
+    assert main_container(p)["volumeMounts"] == [
+        {"name": "tmpfs-1", "mountPath": "/run"},
+        {"name": "other", "mountPath": "/other"},
+    ]
+    assert p.warnings == (
+        "ignored config kubernetes.spec.containers[name=main].volumeMounts[name=cache] "
+        "(c0.yaml:6): it would change /spec/containers/[name=main]/volumeMounts/[name=cache] "
+        "(mountPath /run/), which --tmpfs set on the command line",
     )

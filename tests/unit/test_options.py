@@ -276,7 +276,7 @@ def test_keep_from_flags_and_cleanup(conf: str, given: Mapping[str, Any], keep: 
         ),
         ({"tmpfs": ("/a", "/a:ro")}, "--tmpfs /a is given twice with different options"),
         ({"workdir": "app"}, "invalid value 'app' for --workdir; the working directory must be"),
-        ({"platform": "linux/arm/v7"}, "invalid value 'linux/arm/v7' for --platform"),
+        ({"platform": "linux/arm/v7/x"}, "invalid value 'linux/arm/v7/x' for --platform"),
     ],
 )
 def test_bad_flags_are_usage_errors_naming_the_flag(given: dict[str, Any], message: str) -> None:
@@ -299,3 +299,47 @@ def test_command_and_explicit() -> None:
 )
 def test_flag_names(param: str, flag: str) -> None:
     assert flag_name(param) == flag
+
+
+# --- docker's meanings, and one source per field ---------------------------------------------
+
+
+def test_zero_cpus_and_memory_mean_no_limit_and_clear_config() -> None:
+    o = options("cpus: 2\nmemory: 1g\n", cpus="0", memory="0")
+    assert (o.cpus, o.memory) == (None, None)
+    assert options("cpus: 0\nmemory: 0\n").memory is None
+
+
+def test_platform_and_a_node_selector_for_the_same_label_are_an_error_naming_both() -> None:
+    assert usage_error(platform="linux/arm64", node_selector=("kubernetes.io/arch=amd64",)) == (
+        "--platform and --node-selector kubernetes.io/arch=... both set the node selector "
+        "kubernetes.io/arch; give one of them"
+    )
+    # A config value is a default: either flag simply wins over it.
+    assert options("platform: linux/amd64\n", node_selector=("kubernetes.io/arch=arm64",))
+
+
+def test_tmpfs_paths_are_compared_normalised() -> None:
+    assert "given twice" in usage_error(tmpfs=("/run", "//run/:size=1m"))
+    assert "both mount /dev/shm" in usage_error(tmpfs=("/dev/shm/",), shm_size="64m")
+    o = options("tmpfs: ['/run/:size=1m']\n", tmpfs=("//run",))
+    assert o.tmpfs == (Tmpfs("/run"),)  # the flag's mount replaces config's at that path
+
+
+def test_an_empty_entrypoint_needs_a_command() -> None:
+    assert options(entrypoint="", command=("sh", "-c", "true")).entrypoint == ""
+    assert usage_error(entrypoint="").startswith(
+        '--entrypoint "" resets the image\'s entrypoint and leaves nothing to run'
+    )
+
+
+@pytest.mark.parametrize(
+    ("image", "message"),
+    [
+        ("Alpine", "invalid IMAGE 'Alpine'; docker calls this an invalid reference format: the "
+         "repository name (Alpine) must be lowercase; use alpine"),
+        ("alpine:", "invalid IMAGE 'alpine:'; docker calls this an invalid reference format"),
+    ],
+)  # fmt: skip
+def test_docker_invalid_images_are_usage_errors(image: str, message: str) -> None:
+    assert usage_error(image=image).startswith(message)

@@ -50,6 +50,18 @@ GOOD: list[tuple[Callable[[str], Any], str, Any]] = [
     (values.parse_bool, "yes", True),
     (values.parse_bool, "False", False),
     (values.parse_platform, "linux/amd64", ("linux", "amd64")),
+    (values.parse_platform, "linux/arm64/v8", ("linux", "arm64")),
+    (values.parse_platform, "linux/x86_64", ("linux", "amd64")),
+    (values.parse_platform, "linux/aarch64", ("linux", "arm64")),
+    (values.parse_platform, "linux", ("linux", None)),
+    (values.parse_cpus, "0", None),
+    (values.parse_cpus, "0.0", None),
+    (values.parse_memory, "0", None),
+    (values.parse_memory, "0m", None),
+    (values.parse_size, "0.5k", "512"),
+    (values.parse_user, "2147483647:0", (2147483647, 0)),
+    (values.parse_entrypoint, "", ""),
+    (values.parse_nonnegative_int, "9223372036854775807", 2**63 - 1),
     (values.parse_platform, "Linux/ARM64", ("linux", "arm64")),
     (values.parse_user, "1000", (1000, None)),
     (values.parse_user, "1000:50", (1000, 50)),
@@ -89,6 +101,14 @@ GOOD: list[tuple[Callable[[str], Any], str, Any]] = [
     (values.parse_tmpfs, "/tmp", Tmpfs("/tmp")),
     (values.parse_tmpfs, "/run:size=64m,ro", Tmpfs("/run", "64Mi", True)),
     (values.parse_tmpfs, "/run:rw,size=1g", Tmpfs("/run", "1Gi", False)),
+    # docker's documented example: the mount flags are kept aside for one warning
+    (
+        values.parse_tmpfs,
+        "/run:rw,noexec,nosuid,size=65536k",
+        Tmpfs("/run", "65536Ki", False, ("noexec", "nosuid")),
+    ),
+    (values.parse_tmpfs, "//run/:mode=1777", Tmpfs("/run", None, False, ("mode=1777",))),
+    (values.parse_tmpfs, "/dev/shm/", Tmpfs("/dev/shm")),
 ]
 
 
@@ -107,27 +127,32 @@ BAD: list[tuple[Callable[[str], Any], str, str]] = [
     (values.validate_label_value, "-x", "a label value has at most 63"),
     (values.parse_cpus, "abc", "give a number of CPUs like 0.5"),
     (values.parse_cpus, "-1", "give a number of CPUs like 0.5"),
-    (values.parse_cpus, "0", "ask for more than 0 CPUs"),
     (values.parse_cpus, "0.0001", "use at most 3 decimals"),
     (values.parse_cpus, "1_000", "give a number of CPUs"),
     (values.parse_memory, "12x", "give a size like 512m, 1g"),
-    (values.parse_memory, "0", "give a size above 0"),
+    (values.parse_memory, "0.0001k", "0.0001k is less than one byte; give a size like 512m"),
+    (values.parse_size, "0", "give a size above 0"),
+    (values.parse_size, "0.5b", "is less than one byte"),
+    (values.parse_user, "2147483648", "Kubernetes stores user and group IDs up to 2147483647"),
+    (values.parse_user, "0:4294967296", "up to 2147483647 (2^31-1)"),
+    (values.parse_nonnegative_int, "9223372036854775808", "Kubernetes stores at most"),
+    (values.parse_int32, "2147483648", "Kubernetes stores at most 2147483647"),
+    (values.parse_gpus, "99999999999999999999", "Kubernetes counts at most"),
+    (values.parse_entrypoint, "  ", 'or "" to reset the entrypoint'),
     (values.parse_memory, "-5m", "give a size like 512m"),
     (values.parse_gpus, "all", "cannot ask for all of a node's GPUs; give a number like 1"),
     (values.parse_gpus, "device=1", "give a GPU count like 1 or 2"),
     (values.parse_pull, "sometimes", "use always, missing or never"),
     (values.parse_mode, "deamon", "use pod or job"),
     (values.parse_bool, "maybe", "use true or false"),
-    (values.parse_platform, "linux", "use OS/ARCH, like linux/amd64"),
-    (
-        values.parse_platform,
-        "linux/arm/v7",
-        "no label for the variant 'v7'; use OS/ARCH, like linux/arm",
-    ),
+    (values.parse_platform, "linux/", "use OS[/ARCH[/VARIANT]], like linux/amd64"),
+    (values.parse_platform, "linux/arm/v7/x", "use OS[/ARCH[/VARIANT]]"),
     (values.parse_user, "nobody", "Kubernetes needs numeric IDs: use UID or UID:GID"),
     (values.parse_user, "app:1000", "Kubernetes needs numeric IDs"),
     (values.parse_duration_seconds, "-5", "a duration cannot be negative"),
     (values.parse_duration_seconds, "0", "a duration must be more than 0"),
+    (values.parse_duration_seconds, "9" * 20, "a duration is at most 365 days"),
+    (values.parse_duration_seconds, "9999999h", "a duration is at most 365 days"),
     (values.parse_duration_seconds, "5 minutes", "give seconds like 300, or a duration like 90s"),
     (values.parse_duration_seconds, "5d", "give seconds like 300"),
     (values.parse_nonnegative_int, "-1", "it cannot be negative"),
@@ -147,7 +172,7 @@ BAD: list[tuple[Callable[[str], Any], str, str]] = [
     (values.parse_key_value, "A", "use KEY=VALUE"),
     (values.parse_key_value, "=b", "the key before '=' is empty"),
     (values.parse_tmpfs, "tmp", "must be an absolute path"),
-    (values.parse_tmpfs, "/tmp:noexec", "the tmpfs option 'noexec' has no Kubernetes equivalent"),
+    (values.parse_tmpfs, "/tmp:bogus", "'bogus' is not a tmpfs option; docker's are rw, ro"),
     (values.parse_tmpfs, "/tmp:size=lots", "give a size like 512m"),
 ]
 
@@ -208,3 +233,58 @@ def test_env_file_is_docker_format() -> None:
 def test_env_file_errors_name_the_line(text: str, line: int) -> None:
     with pytest.raises(ValueProblem, match=f"line {line} has no valid variable name"):
         values.parse_env_file_text(text)
+
+
+VALID_IMAGES = [
+    "alpine",
+    "alpine:3.19",
+    "library/alpine",
+    "docker.io/library/alpine:latest",
+    "localhost:5000/team/sub/app:v1.2",
+    "localhost/app",
+    "127.0.0.1:5000/app",
+    "[::1]:5000/app",
+    "ghcr.io/org/app@sha256:" + "a" * 64,
+    "registry.example.com:5000/foo/bar:tag@sha256:" + "b" * 64,
+    "my_app",
+    "a__b--c.d",
+    "Registry.Example.com/x",
+]
+
+
+@pytest.mark.parametrize("image", VALID_IMAGES)
+def test_docker_image_references_pass(image: str) -> None:
+    assert values.parse_image_reference(image) == image
+
+
+INVALID_IMAGES = [
+    ("Alpine", "the repository name (Alpine) must be lowercase; use alpine"),
+    ("team/App:1", "the repository name (team/App) must be lowercase"),
+    ("alpine:", "invalid reference format; docker's form is [REGISTRY[:PORT]/]REPOSITORY"),
+    ("alpine::1", "invalid reference format"),
+    ("alpine:" + "x" * 129, "invalid reference format"),
+    ("http://host/app", "invalid reference format"),
+    ("/alpine", "invalid reference format"),
+    ("alpine/", "invalid reference format"),
+    ("a_/b", "invalid reference format"),
+    ("alpine@sha256:abc", "a digest is ALGORITHM:HEX"),
+    ("x@sha256:" + "a" * 63, "a sha256 digest has exactly 64 hex digits"),
+    ("al pine", "invalid reference format"),
+    (" alpine", "no spaces"),
+    ("a" * 256, "longer than 255 characters"),
+]
+
+
+@pytest.mark.parametrize(("image", "message"), INVALID_IMAGES, ids=lambda v: str(v)[:24])
+def test_docker_invalid_references_say_what_docker_means(image: str, message: str) -> None:
+    with pytest.raises(values.ValueProblem) as caught:
+        values.parse_image_reference(image)
+    assert message in str(caught.value)
+    assert str(caught.value).startswith(("docker calls this an invalid reference format", "an "))
+
+
+@pytest.mark.parametrize(
+    ("path", "normal"), [("/dev/shm/", "/dev/shm"), ("//run", "/run"), ("/a/./b//c/", "/a/b/c")]
+)
+def test_mount_paths_are_normalised(path: str, normal: str) -> None:
+    assert values.normal_path(path) == normal

@@ -1,0 +1,59 @@
+"""Refused before anything is created: the installed command against kubesim, where a
+refusal must leave the namespace empty, and an accepted config file is named in the banner.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.e2e.conftest import Squarepeg, names
+
+
+def test_an_untrusted_project_file_creates_nothing_until_trusted(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str
+) -> None:
+    project = squarepeg.cwd / ".squarepeg.yaml"
+    project.write_text("env: {GREETING: from-project}\n")
+    refused = squarepeg("run", "alpine", "sh", "-c", "echo $GREETING")
+    assert refused.code == 125
+    assert refused.lines == [
+        f"squarepeg: error: the project config file {project} is not trusted; read it, then "
+        f"run `kubectl squarepeg config trust {project}` to use it (a project file can change "
+        "what runs with your credentials)"
+    ]
+    assert names(kubesim, namespace) == []
+
+    assert squarepeg("config", "trust", namespaced=False).code == 0
+    used = squarepeg("run", "alpine", "sh", "-c", "echo $GREETING")
+    assert (used.code, used.stdout) == (0, b"from-project\n"), used.stderr
+    assert used.has_line("using context", f"; config {project}"), used.lines
+
+    project.write_text("env: {GREETING: changed}\n")
+    changed = squarepeg("run", "alpine", "sh", "-c", "echo $GREETING")
+    assert changed.code == 125 and changed.has_line("changed since you trusted it")
+    assert names(kubesim, namespace) == []
+
+
+def test_a_passthrough_restart_policy_is_refused_with_file_and_line_creating_nothing(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str
+) -> None:
+    config = squarepeg.home / "contract.yaml"
+    config.write_text("kubernetes:\n  spec:\n    restartPolicy: Always\n")
+    refused = squarepeg("run", "--config", str(config), "alpine", "true")
+    assert refused.code == 125
+    assert refused.lines == [
+        f"squarepeg: error: config kubernetes.spec.restartPolicy ({config}:3) would change "
+        "/spec/restartPolicy, which squarepeg's run depends on; remove it; squarepeg sets "
+        "restartPolicy Never, a Job's backoffLimit 0, the name and squarepeg labels, and the "
+        "container `main` itself"
+    ]
+    assert names(kubesim, namespace) == []
+
+
+def test_a_refused_docker_flag_or_image_creates_nothing(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str
+) -> None:
+    for args in (["--cpu-shares", "2", "alpine"], ["Alpine"], ["--tmpfs", "/run:bogus", "alpine"]):
+        done = squarepeg("run", *args, "true")
+        assert done.code == 125 and len(done.lines) == 1, done.lines
+    assert names(kubesim, namespace) == []

@@ -1,0 +1,27 @@
+"""connect.missing_kubeconfig: a kubeconfig the user named must exist, as kubectl reads it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kubectl_squarepeg.connect import ClusterFlags, missing_kubeconfig
+
+
+def test_a_missing_kubeconfig_flag_is_an_error(tmp_path: Path) -> None:
+    error = missing_kubeconfig(ClusterFlags(kubeconfig=str(tmp_path / "nope")), {})
+    assert error is not None
+    assert error.one_line().startswith(f"the kubeconfig file {tmp_path / 'nope'} does not exist")
+    (tmp_path / "kc").write_text("")
+    assert missing_kubeconfig(ClusterFlags(kubeconfig=str(tmp_path / "kc")), {}) is None
+
+
+def test_kubeconfig_env_needs_one_existing_file(tmp_path: Path) -> None:
+    (tmp_path / "kc").write_text("")
+    none = os.pathsep.join([str(tmp_path / "a"), str(tmp_path / "b")])
+    error = missing_kubeconfig(ClusterFlags(), {"KUBECONFIG": none})
+    assert error is not None and error.message == f"KUBECONFIG names no file that exists ({none})"
+    one = os.pathsep.join([str(tmp_path / "a"), str(tmp_path / "kc")])
+    assert missing_kubeconfig(ClusterFlags(), {"KUBECONFIG": one}) is None
+    assert missing_kubeconfig(ClusterFlags(), {"KUBECONFIG": ""}) is None
+    assert missing_kubeconfig(ClusterFlags(), {}) is None

@@ -1,0 +1,117 @@
+"""The docker flag table against docker's reference, the generated doc and the parser."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import pytest
+
+from kubectl_squarepeg import cli, dockerflags
+from kubectl_squarepeg.errors import UsageError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Every flag of `docker run` in docker's reference (docker run --help, Docker 28), by name.
+DOCKER_RUN_REFERENCE = """
+--add-host --annotation -a --attach --blkio-weight --blkio-weight-device --cap-add --cap-drop
+--cgroup-parent --cgroupns --cidfile --cpu-count --cpu-percent --cpu-period --cpu-quota
+--cpu-rt-period --cpu-rt-runtime -c --cpu-shares --cpus --cpuset-cpus --cpuset-mems -d
+--detach --detach-keys --device --device-cgroup-rule --device-read-bps --device-read-iops
+--device-write-bps --device-write-iops --disable-content-trust --dns --dns-option
+--dns-search --domainname --entrypoint -e --env --env-file --expose --gpus --group-add
+--health-cmd --health-interval --health-retries --health-start-interval --health-start-period
+--health-timeout --help -h --hostname --init -i --interactive --io-maxbandwidth --io-maxiops
+--ip --ip6 --ipc --isolation --kernel-memory -l --label --label-file --link --link-local-ip
+--log-driver --log-opt --mac-address -m --memory --memory-reservation --memory-swap
+--memory-swappiness --mount --name --network --net --network-alias --net-alias
+--no-healthcheck --oom-kill-disable --oom-score-adj --pid --pids-limit --platform --privileged
+-p --publish -P --publish-all --pull -q --quiet --read-only --restart --rm --runtime
+--security-opt --shm-size --sig-proxy --stop-signal --stop-timeout --storage-opt --sysctl
+--tmpfs -t --tty --ulimit --use-api-socket -u --user --userns --uts -v --volume
+--volume-driver --volumes-from -w --workdir
+"""
+
+# squarepeg's own flags of `run`, which docker does not have.
+SQUAREPEG_ONLY = {
+    "-n", "--namespace", "--context", "--kubeconfig", "--mode", "--timeout", "--keep",
+    "--dry-run", "--dry-run-server", "--config", "--service-account", "--node-selector",
+    "--toleration", "--image-pull-secret", "--priority-class",
+}  # fmt: skip
+
+
+def run_options() -> dict[str, click.Option]:
+    return {n: p for p in cli.run.params if isinstance(p, click.Option) for n in p.opts}
+
+
+def test_the_table_covers_docker_run_reference_exactly_once() -> None:
+    names = [name for flag in dockerflags.FLAGS for name in flag.names]
+    assert sorted(names) == sorted(DOCKER_RUN_REFERENCE.split())
+    assert len(names) == len(set(names))
+
+
+def test_the_committed_doc_is_generated_from_the_table() -> None:
+    committed = (ROOT / "docs" / "docker-flags.md").read_text(encoding="utf-8")
+    assert committed == dockerflags.markdown(), "run scripts/gen-docker-flags"
+    assert "(docs/docker-flags.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_every_docker_flag_is_an_option_of_run_that_the_table_describes() -> None:
+    options = run_options()
+    for flag in dockerflags.FLAGS:
+        for name in flag.names:
+            if name == "--help":
+                continue  # click's own
+            assert name in options, name
+            assert options[name].hidden == (flag.status == "refused"), name
+            assert options[name].is_flag == (not flag.takes_value), name
+
+
+def test_every_option_of_run_is_dockers_or_squarepegs_own() -> None:
+    unknown = set(run_options()) - set(dockerflags.BY_NAME) - SQUAREPEG_ONLY
+    assert unknown == set()
+
+
+@pytest.mark.parametrize(
+    "flag", [f for f in dockerflags.FLAGS if f.status == "refused"], ids=lambda f: f.names[-1]
+)
+def test_each_refused_flag_says_why_and_what_instead(flag: dockerflags.DockerFlag) -> None:
+    args = [flag.names[-1], "x"] if flag.takes_value else [flag.names[-1]]
+    with pytest.raises(UsageError) as caught:
+        cli.run.make_context("run", [*args, "alpine"])
+    given = f"{flag.names[0]} x" if flag.takes_value else flag.names[0]
+    assert (
+        caught.value.message == f"{'/'.join(flag.names)} cannot be used: {flag.meaning} ({given})"
+    )
+    assert caught.value.hint == flag.note and flag.note
+
+
+@pytest.mark.parametrize("typo", ["--ini", "--cpu", "--volum", "--health", "--sysctls", "--ipc6"])
+def test_did_you_mean_never_offers_a_refused_flag(
+    typo: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["run", typo, "x", "alpine"])
+    assert exited.value.code == 125
+    error = capsys.readouterr().err
+    assert f"No such option '{typo}'" in error
+    assert not any(f"'{name}'" in error for name in dockerflags.REFUSED_NAMES), error
+
+
+@pytest.mark.parametrize("args", [["--restart", "no"], ["--no-healthcheck"], ["--rm"]])
+def test_accepted_no_ops_parse(args: list[str]) -> None:
+    ctx = cli.run.make_context("run", [*args, "alpine"])
+    assert ctx.params["image"] == "alpine"
+
+
+def test_a_restart_policy_other_than_no_is_refused() -> None:
+    with pytest.raises(UsageError, match="--restart always cannot be used"):
+        cli.run.make_context("run", ["--restart", "always", "alpine"])
+
+
+def test_completion_offers_no_refused_flag() -> None:
+    from kubectl_squarepeg.completion import complete_words
+
+    offered = {c.value for c in complete_words(cli.cli, ["run", "--"]).candidates}
+    assert offered and not offered & dockerflags.REFUSED_NAMES
+    assert {"--restart", "--no-healthcheck", "--platform", "--tmpfs"} <= offered
