@@ -230,6 +230,7 @@ def test_defaults_and_an_empty_file() -> None:
             "duplicate key 'cpus' (a.yaml:2, first at line 1); keep one of them",
         ),
         ("a: &x [*x]\n", "a YAML alias refers to itself (a.yaml:1)"),
+        ("*a: {}\n", "invalid YAML: found undefined alias (a.yaml:1)"),
     ],
 )
 def test_unreadable_yaml_names_the_file_and_line(text: str, message: str) -> None:
