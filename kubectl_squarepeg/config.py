@@ -290,16 +290,15 @@ class _Reader:
                 root = self._loader.get_single_node()
                 return None if root is None else self._node(root)
             except yaml.MarkedYAMLError as exc:
+                mark = exc.problem_mark or exc.context_mark
+                line = mark.line + 1 if mark is not None else 1
                 if exc.context == "expected a single document in the stream":
-                    line = exc.problem_mark.line + 1 if exc.problem_mark is not None else 1
                     raise ConfigError(
                         f"{self.source} holds more than one YAML document (another starts at "
                         f"{_where(self.source, line)})",
                         "a config file is one mapping: remove that `---` line and merge the "
                         "documents (configuration layers are separate files)",
                     ) from None
-                mark = exc.problem_mark or exc.context_mark
-                line = mark.line + 1 if mark is not None else 1
                 raise ConfigError(
                     f"invalid YAML: {exc.problem or exc.context} ({_where(self.source, line)})",
                     "fix the syntax there (indentation, a missing ':' or an unclosed quote "

@@ -85,6 +85,19 @@ _UNREACHABLE = (
 )
 
 
+# A create refused before anything was sent: kubectl could not connect at all (Go's dial
+# error; also when fetching the OpenAPI document it validates against). Retried for a while.
+_REFUSED = ("connect: connection refused", "was refused - did you specify the right host")
+CREATE_RETRY_SECONDS = 30.0
+CREATE_RETRY_FIRST_PAUSE, CREATE_RETRY_MAX_PAUSE = 0.5, 4.0
+
+
+def refused_before_sending(result: kubectl.Result) -> bool:
+    """Whether a failed `kubectl create` never reached the API server (safe to repeat)."""
+    text = result.stderr.decode("utf-8", "replace")
+    return any(refused in text for refused in _REFUSED)
+
+
 # A webhook says `admission webhook "X" denied the request: ...`; a ValidatingAdmissionPolicy
 # says `... is forbidden: ValidatingAdmissionPolicy 'X' with binding 'Y' denied request: ...`
 # (seen on the real kube-apiserver 1.34, tests/e2e/test_cluster_policy.py).
@@ -247,6 +260,17 @@ class Run:
         with self.shields.shield():
             creating = self._start_create_and_watch()
             result = kubectl.collect(creating)
+        waited, pause = 0.0, CREATE_RETRY_FIRST_PAUSE
+        while not result.ok and refused_before_sending(result) and waited < CREATE_RETRY_SECONDS:
+            # The API server refused the connection (it is restarting, say): nothing was
+            # sent, so trying again cannot create twice. The pause is outside the shield:
+            # a Ctrl-C meanwhile ends the run at once, and nothing exists yet.
+            time.sleep(pause)
+            waited, pause = waited + pause, min(pause * 2, CREATE_RETRY_MAX_PAUSE)
+            with self.shields.shield():
+                manifest = _manifest_bytes(self.plan)
+                result = kubectl.collect(kubectl.start_create(self.target, manifest))
+        with self.shields.shield():
             if not result.ok:
                 raise rejection(result, self.plan.kind, self.plan.name, self.commands)
             self.created = self.progress.created = True
@@ -482,22 +506,29 @@ def run_lifecycle(plan: Plan, connection: Connection, console: Console) -> int:
     short, while a second one abandons it (interrupt.py).
     """
     run = Run(plan, connection, console)
-    with interrupt.guard(run.resource, console, progress=run.progress) as handler:
-        run.shields = handler
-        try:
-            code = run.execute()
-        except Interrupted:
-            code = INTERRUPTED
-        except ReaderGone:
-            code = READER_GONE
-        except SquarepegError:
-            if not handler.interrupted:
-                raise
-            code = INTERRUPTED
-        finally:
-            with handler.shield(raise_pending=False):
-                run.cleanup()
-        return handler.exit_code if handler.interrupted else code
+    handler: interrupt.TwoStageInterrupt | None = None
+    try:
+        with interrupt.guard(run.resource, console, progress=run.progress) as handler:
+            run.shields = handler
+            try:
+                code = run.execute()
+            except Interrupted:
+                code = INTERRUPTED
+            except ReaderGone:
+                code = READER_GONE
+            except SquarepegError:
+                if not handler.interrupted:
+                    raise
+                code = INTERRUPTED
+            finally:
+                with handler.shield(raise_pending=False):
+                    run.cleanup()
+            return handler.exit_code if handler.interrupted else code
+    except Interrupted:
+        # A first signal in the instant before the run began or after its cleanup ended:
+        # there is nothing (more) to clean up, and its one line has been printed.
+        run.cleanup()
+        return handler.exit_code if handler is not None else INTERRUPTED
 
 
 def execute(plan: Plan, connection: Connection, console: Console) -> int:

@@ -81,12 +81,24 @@ def selected_cluster(config: pytest.Config) -> str:
     return str(chosen)
 
 
+def _test_folder(item: pytest.Item) -> str:
+    """The folder under tests/ that holds the test (e2e, kubesim, localkube, unit, ...)."""
+    try:
+        return Path(item.path).resolve().relative_to(ROOT / "tests").parts[0]
+    except (ValueError, IndexError):
+        return ""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     cluster = selected_cluster(config)
     for item in items:
+        folder = _test_folder(item)
+        if folder == "localkube" and cluster != "localkube":
+            item.add_marker(pytest.mark.skip(reason="localkube's own tests run with "
+                                             "--cluster localkube (scripts/test's 2nd phase)"))
         for name, other in (("kubesim_only", "localkube"), ("localkube_only", "kubesim")):
             marker = item.get_closest_marker(name)
-            if marker is not None and cluster == other and "/e2e/" in str(item.path):
+            if marker is not None and cluster == other and folder == "e2e":
                 reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "")
                 item.add_marker(pytest.mark.skip(reason=f"{name.replace('_', ' ')}: {reason}"))
 

@@ -39,9 +39,9 @@ from tests.helpers import wait_until
 
 # Why the tests that count reconnect messages run on kubesim only.
 CLIENT_SIDE_LOG_DROP = (
-    "counts the 'will retry' lines of a cut client connection (kubectl: unexpected EOF); the "
-    "real API server ends a log stream cleanly when its kubelet connection breaks, and "
-    "squarepeg reconnects without a message: test_cluster_faults.py covers that on both"
+    "needs kubesim's cut of kubectl's own connection (kubectl: unexpected EOF); the real API "
+    "server ends a log stream cleanly when its kubelet connection breaks, and squarepeg "
+    "reconnects without a message: test_cluster_faults.py covers that on both"
 )
 
 __all__ = [

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Squarepeg, names, wait_until
+from tests.e2e.conftest import CLIENT_SIDE_LOG_DROP, Squarepeg, names, wait_until
 
 SLEEPER = ("alpine", "sh", "-c", "echo ready; sleep 120")
 
@@ -33,7 +33,8 @@ def assert_commands_work_after_cleanup(kubesim: Any, done: Any, namespace: str) 
     assert commands, done.stderr
     for argv in commands:
         assert "describe" not in argv, argv  # the pod it would describe is gone
-        assert "--context=kubesim" in argv and f"--namespace={namespace}" in argv, argv
+        assert f"--context={kubesim.context}" in argv and f"--namespace={namespace}" in argv, \
+            argv
         ran = kubesim.kubectl(*argv[1:])
         assert ran.returncode == 0, (argv, ran.stderr)
 
@@ -45,7 +46,8 @@ def run_sleeper_until(
     finished run."""
     out = tmp_path / "stdout"
     with out.open("wb") as handle:
-        process = squarepeg.start("run", "--context", "kubesim", "--name", name, *SLEEPER,
+        process = squarepeg.start("run", "--context", squarepeg.kubesim.context, "--name", name,
+                                  *SLEEPER,
                                   stdout=handle)
     wait_until(lambda: out.read_bytes() == b"ready\n", 60, "the container's first line")
     fault(process)
@@ -74,7 +76,7 @@ def test_an_api_server_down_longer_than_the_reconnects_loses_no_output(
     out = tmp_path / "stdout"
     script = "for i in $(seq 1 40); do echo line $i; sleep 0.5; done"
     with out.open("wb") as handle:
-        process = runner.start("run", "--context", "kubesim", "alpine", "sh", "-c", script,
+        process = runner.start("run", "--context", sim.context, "alpine", "sh", "-c", script,
                                stdout=handle)
     wait_until(lambda: b"line 3\n" in out.read_bytes(), 60, "the first lines")
     sim.ctl("restart", "--down", "25")  # the reconnects give up after about 16 s
@@ -94,6 +96,7 @@ exec "{real}" "$@"
 """
 
 
+@pytest.mark.kubesim_only(CLIENT_SIDE_LOG_DROP)
 def test_output_that_cannot_be_completed_keeps_the_pod_and_says_how_to_read_it(
     squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path
 ) -> None:
@@ -107,8 +110,8 @@ def test_output_that_cannot_be_completed_keeps_the_pod_and_says_how_to_read_it(
     out = tmp_path / "stdout"
     with out.open("wb") as handle:
         process = squarepeg.start(
-            "run", "--context", "kubesim", "--name", "unread", "alpine", "sh", "-c",
-            "echo first; sleep 2; echo second", env=env, stdout=handle,
+            "run", "--context", kubesim.context, "--name", "unread", "alpine", "sh", "-c",
+            "echo first; sleep 8; echo second", env=env, stdout=handle,
         )
     try:
         wait_until(lambda: out.read_bytes() == b"first\n", 60, "the first line")
@@ -122,7 +125,7 @@ def test_output_that_cannot_be_completed_keeps_the_pod_and_says_how_to_read_it(
                                  "jsonpath={.metadata.labels.squarepeg\\.io/keep}")
         assert labels.stdout == b"true", labels
         logs = [argv for argv in named_commands(done.stderr) if argv[1] == "logs"]
-        assert logs and "--context=kubesim" in logs[0], done.stderr
+        assert logs and f"--context={kubesim.context}" in logs[0], done.stderr
         assert kubesim.kubectl(*logs[0][1:]).stdout == b"first\nsecond\n"
     finally:
         kubesim.kubectl("delete", "pod", "unread", "-n", namespace, "--wait=false")
@@ -168,7 +171,7 @@ def test_a_pod_ended_by_others_is_said_so_with_commands_that_still_work(
 def test_an_image_pull_failure_quotes_the_events_and_names_commands_that_still_work(
     squarepeg: Squarepeg, kubesim: Any, namespace: str
 ) -> None:
-    done = squarepeg("run", "--context", "kubesim", "no-such-image:1.0", "true")
+    done = squarepeg("run", "--context", squarepeg.kubesim.context, "no-such-image:1.0", "true")
     assert done.code == 125, done.stderr
     assert done.has_line("cannot start: ErrImagePull", "events: Warning Failed"), done.lines
     wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be deleted")

@@ -9,9 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SOAK = Path(__file__).resolve().parents[2] / "scripts" / "soak"
 
 
+@pytest.mark.kubesim_only("scripts/soak starts a kubesim of its own, whose stream cuts "
+                          "it uses (scripts/soak --cluster localkube by hand)")
 def test_a_short_soak_with_faults_has_no_failures() -> None:
     done = subprocess.run([sys.executable, str(SOAK), "--runs", "40", "--parallel", "20",
                            "--faults"], capture_output=True, timeout=900,

@@ -402,10 +402,11 @@ def control_request(kubeconfig: Path, verb: str, args: dict[str, Any],
     return answer
 
 
-def _pod_ref(text: str) -> tuple[str, str]:
-    namespace, sep, name = text.partition("/")
-    if not sep or not namespace or not name:
-        raise SystemExit(f"localkube: error: expected NAMESPACE/POD, got {text!r}")
+def pod_ref(text: str) -> tuple[str, str]:
+    """NAMESPACE/POD, as an argparse type."""
+    namespace, _, name = text.partition("/")
+    if not (namespace and name):
+        raise argparse.ArgumentTypeError(f"expected NAMESPACE/POD, got {text!r}")
     return namespace, name
 
 
@@ -416,7 +417,7 @@ def ctl(args: argparse.Namespace) -> int:
     elif args.verb == "drop-logs":
         params["afterBytes"] = args.after_bytes
     elif args.verb in ("evict", "delete-pod"):
-        params["namespace"], params["name"] = _pod_ref(args.pod)
+        params["namespace"], params["name"] = args.pod
         if args.verb == "delete-pod":
             params["gracePeriodSeconds"] = args.grace_period
     try:
@@ -446,9 +447,9 @@ def parser() -> argparse.ArgumentParser:
     restart = faults.add_parser("restart", help="restart kube-apiserver (etcd keeps state)")
     restart.add_argument("--down", type=float, required=True, help="seconds to stay down")
     evict = faults.add_parser("evict", help="evict a pod for node pressure")
-    evict.add_argument("pod", help="NAMESPACE/POD")
+    evict.add_argument("pod", type=pod_ref, help="NAMESPACE/POD")
     delete = faults.add_parser("delete-pod", help="delete a pod as another actor would")
-    delete.add_argument("pod", help="NAMESPACE/POD")
+    delete.add_argument("pod", type=pod_ref, help="NAMESPACE/POD")
     delete.add_argument("--grace-period", type=int, default=None)
     drop = faults.add_parser("drop-logs", help="cut the node's end of open log streams")
     drop.add_argument("--after-bytes", type=int, default=None,

@@ -1,26 +1,26 @@
-"""The certificates and keys of one localkube cluster, written into its state directory.
+"""The certificates, keys and tokens of one localkube cluster, written into its state directory.
 
-Owns, as files under `<state>/pki/`: a throwaway CA (`ca.crt`, `ca.key`), the API server's
-serving certificate for 127.0.0.1, localhost and the in-cluster names of the `kubernetes`
-Service (`apiserver.crt`, `apiserver.key`), the service-account signing key (`sa.key`), and
-the static token file that authenticates the admin, the controller manager and the scheduler
-(`tokens.csv`). Keys are ECDSA P-256: the API server accepts them for serving and for signing
-service-account tokens (ES256), and they take milliseconds to make.
+Owns, as files under `<state>/pki/`: a throwaway CA (`ca.crt`) and the API server's serving
+certificate for 127.0.0.1, localhost and the in-cluster names and IP of the `kubernetes`
+Service (`apiserver.crt`, `apiserver.key`), both made by kubesim's tls.py; the
+service-account signing key (`sa.key`); and the static token file that authenticates the
+admin (group system:masters), the controller manager and the scheduler (`tokens.csv`; RBAC's
+default bindings know the latter two by user name). No client certificates: every client
+uses a bearer token, as kubesim's do. Keys are ECDSA P-256, which the API server accepts for
+serving and for signing service-account tokens (ES256), and which take milliseconds to make.
 """
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from tests.kubesim import tls
 
 SERVING_NAMES = ("127.0.0.1", "localhost", "kubernetes", "kubernetes.default",
                  "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")
@@ -63,75 +63,28 @@ class Pki:
         return self.directory / "tokens.csv"
 
 
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM,
-                             serialization.PrivateFormat.TraditionalOpenSSL,
-                             serialization.NoEncryption())
-
-
 def _private(path: Path, data: bytes) -> None:
     with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as handle:
         handle.write(data)
 
 
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-
-
 def create(directory: Path, service_ip: str) -> Pki:
     """Make every certificate, key and token of a new cluster in `directory`."""
     directory.mkdir(parents=True, exist_ok=True)
-    now = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=5)
-    later = now + datetime.timedelta(days=365)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = _name("localkube-ca")
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name).issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now).not_valid_after(later)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(x509.KeyUsage(
-            digital_signature=True, content_commitment=False, key_encipherment=False,
-            data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
-            encipher_only=False, decipher_only=False), critical=True)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()),
-                       critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    serving_key = ec.generate_private_key(ec.SECP256R1())
-    alt_names: list[x509.GeneralName] = []
-    for host in (*SERVING_NAMES, service_ip):
-        try:
-            alt_names.append(x509.IPAddress(ipaddress.ip_address(host)))
-        except ValueError:
-            alt_names.append(x509.DNSName(host))
-    serving = (
-        x509.CertificateBuilder()
-        .subject_name(_name("kube-apiserver")).issuer_name(ca_name)
-        .public_key(serving_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now).not_valid_after(later)
-        .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]),
-                       critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
-                       critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
+    material = tls.generate((*SERVING_NAMES, service_ip))
     pki = Pki(
         directory=directory,
         admin=Identity(secrets.token_hex(24), "localkube-admin", ("system:masters",)),
         controller_manager=Identity(secrets.token_hex(24), "system:kube-controller-manager"),
         scheduler=Identity(secrets.token_hex(24), "system:kube-scheduler"),
     )
-    pki.ca_cert.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    _private(directory / "ca.key", _key_pem(ca_key))
-    pki.serving_cert.write_bytes(serving.public_bytes(serialization.Encoding.PEM))
-    _private(pki.serving_key, _key_pem(serving_key))
-    _private(pki.service_account_key, _key_pem(ec.generate_private_key(ec.SECP256R1())))
+    pki.ca_cert.write_bytes(material.ca_pem)
+    pki.serving_cert.write_bytes(material.cert_pem)
+    _private(pki.serving_key, material.key_pem)
+    signing_key = ec.generate_private_key(ec.SECP256R1()).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption())
+    _private(pki.service_account_key, signing_key)
     rows = []
     for identity in (pki.admin, pki.controller_manager, pki.scheduler):
         row = f"{identity.token},{identity.user},{identity.user}"
