@@ -110,7 +110,7 @@ CASES: list[BadInput] = [
     BadInput("-p, which means nothing on a cluster", _run("-p", "8080:80", "alpine"),
              "port-forward"),
     BadInput("-v with a host path", _run("-v", "/data:/data", "alpine"), "volume"),
-    BadInput("-it", _run("-it", "alpine", "sh"), "interactive"),
+    BadInput("-d, as squarepeg always waits", _run("-d", "alpine", "sleep", "9"), "--detach"),
     BadInput("a namespace with capitals", ("run", "--dry-run", "-n", "Team-A", "alpine"),
              "Team-A"),
     BadInput("an argument that is not UTF-8", _run("alpine", "echo", "caf\udce9"),
