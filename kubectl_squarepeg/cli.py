@@ -52,7 +52,12 @@ def _remember_signal(signum: int, frame: FrameType | None) -> None:
     _early_signal.append(signum)
 
 
+_MAIN_PID = os.getpid()
+
+
 def _raise_signal(signum: int, frame: FrameType | None) -> None:
+    if os.getpid() != _MAIN_PID:
+        return  # a child forked to exec kubectl, still running Python: not ours to act on
     if _early_signal:
         return  # the first one is being acted on: squarepeg is on its way out
     _early_signal.append(signum)
@@ -187,6 +192,12 @@ def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
 @click.option("--dry-run", is_flag=True, help="Print the manifest; create nothing.")
 @click.option("--dry-run-server", is_flag=True, help="Have the apiserver check the manifest.")
 @click.option("-q", "--quiet", is_flag=True, help="No status messages on stderr.")
+@click.option(
+    "-i", "--interactive", is_flag=True, help="Send stdin to the container (kubectl attach)."
+)
+@click.option(
+    "-t", "--tty", is_flag=True, help="Give the container a terminal; -it attaches yours."
+)
 @_many("--config", metavar="FILE", help="Read this config file too (highest precedence).")
 @click.option("--service-account", metavar="NAME", help="Service account to run as.")
 @_many("--node-selector", metavar="KEY=VALUE", help="Only run on nodes with this label.")
@@ -216,6 +227,8 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
     # Python imports and reads the config files; connect() collects it.
     probe = _start_probe(flags)
 
+    import dataclasses
+
     from kubectl_squarepeg import config, manifest, yamlout
     from kubectl_squarepeg.connect import connect
     from kubectl_squarepeg.options import build_run_options, check_image
@@ -233,6 +246,14 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
         read_text=config.read_env_file_text,
     )
     console.quiet = options.quiet
+    if options.interactive and options.tty and not sys.stdin.isatty():
+        # kubectl's behaviour (docker refuses): a CI job piping data into `-it` still runs.
+        # Without the terminal: a pty would turn the piped bytes' newlines into CRLF.
+        console.warn(
+            "-t needs a terminal on stdin and this one is not a terminal; "
+            "running as -i (stdin piped to the container, no terminal)"
+        )
+        options = dataclasses.replace(options, tty=False)
     connection = connect(options, local_only=options.dry_run, probe=probe)
     plan = manifest.build_plan(
         options,

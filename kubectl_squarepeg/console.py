@@ -1,8 +1,10 @@
 """squarepeg's own messages on stderr: one line each, prefixed `squarepeg:`.
 
 Owns the stderr lock, so lines written from the log, watch and sweep threads never
-interleave, and the quiet switch. Container output never passes through here: it goes to
-stdout as raw bytes (see logs.py).
+interleave, the quiet switch, and the one status line that rewrites itself while a run
+waits for its pod (`progress`): only on a terminal and not quiet, erased (`end_progress`)
+before anything else is written, so it never stays behind in a scroll-back or a log file.
+Container output never passes through here: it goes to stdout as raw bytes (see logs.py).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ class Console:
         # Reentrant: a signal handler (interrupt.py) runs in the main thread and may print
         # while that thread is itself between taking this lock and writing.
         self._lock = threading.RLock()
+        self._progress_shown = False
         self._closed = False
 
     def close(self) -> None:
@@ -31,17 +34,47 @@ class Console:
         with self._lock:
             self._closed = True
 
+    def _out(self) -> TextIO:
+        return self._stream if self._stream is not None else sys.stderr
+
+    def _put(self, text: str) -> None:
+        try:
+            stream = self._out()
+            stream.write(text)
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # stderr closed: nothing useful left to do with the message
+
     def _write(self, text: str) -> None:
-        stream = self._stream if self._stream is not None else sys.stderr
         line = PREFIX + " ".join(text.split()) + "\n"
         with self._lock:
             if self._closed:
                 return
-            try:
-                stream.write(line)
-                stream.flush()
-            except (OSError, ValueError):
-                pass  # stderr closed: nothing useful left to do with the message
+            self.end_progress()
+            self._put(line)
+
+    def progress(self, text: str) -> None:
+        """Show `text` as the self-rewriting status line (a terminal only, not quiet)."""
+        if self.quiet:
+            return
+        try:
+            terminal = self._out().isatty()
+        except (OSError, ValueError):
+            terminal = False
+        if not terminal:
+            return
+        with self._lock:
+            if self._closed:
+                return
+            self._progress_shown = True
+            self._put("\r\x1b[K" + PREFIX + " ".join(text.split()))
+
+    def end_progress(self) -> None:
+        """Erase the status line, if one is shown."""
+        with self._lock:
+            if self._progress_shown:
+                self._progress_shown = False
+                self._put("\r\x1b[K")
 
     def status(self, text: str) -> None:
         """Progress and information; suppressed by --quiet."""

@@ -62,10 +62,6 @@ _VOLUME_FIX = (
     "leave it out; add a volume and its volumeMount under `kubernetes.spec` in a config file, "
     "or use --tmpfs PATH for scratch space"
 )
-_TERMINAL = "squarepeg streams the container's output but does not attach your terminal to it"
-_TERMINAL_FIX = (
-    "leave it out; for an interactive shell use `kubectl run -it --rm NAME --image IMAGE -- sh`"
-)
 _WINDOWS = "it applies to Windows containers on a docker host only"
 _LOGS = "the cluster's container runtime keeps the logs, which squarepeg streams"
 _HEALTH = "Kubernetes never runs an image's HEALTHCHECK; a probe needs a long-running pod"
@@ -127,7 +123,11 @@ FLAGS: tuple[DockerFlag, ...] = (
         "leave it out; --keep leaves the pod behind, and `kubectl logs` reads it later",
         value=False,
     ),
-    _no("--detach-keys", _TERMINAL, "leave it out"),
+    _no(
+        "--detach-keys",
+        "with -it every key goes to the container: there is no detaching",
+        "leave it out; the container's own exit ends the run",
+    ),
     _no(
         "--device",
         _HOST_RESOURCE,
@@ -194,7 +194,13 @@ FLAGS: tuple[DockerFlag, ...] = (
         "process then reaps zombies)",
         value=False,
     ),
-    _no("-i --interactive", _TERMINAL, _TERMINAL_FIX, value=False),
+    _ok(
+        "-i --interactive",
+        "main container `stdin: true`, `stdinOnce: true`; your stdin reaches it through "
+        "`kubectl attach -i`",
+        "the output still comes from the log stream, complete from the first byte",
+        value=False,
+    ),
     _no("--io-maxbandwidth", _WINDOWS, "leave it out"),
     _no("--io-maxiops", _WINDOWS, "leave it out"),
     _no("--ip", "the cluster's network assigns pod addresses", "leave it out"),
@@ -311,7 +317,12 @@ FLAGS: tuple[DockerFlag, ...] = (
         "`noexec`, `nosuid`, `nodev`, `exec`, `mode=` have no Kubernetes equivalent: one "
         "warning, then ignored",
     ),
-    _no("-t --tty", _TERMINAL, _TERMINAL_FIX, value=False),
+    _ok(
+        "-t --tty",
+        "main container `tty: true`; with -i on a terminal, `kubectl attach -it` on yours",
+        "with -i and a stdin that is not a terminal: one warning, then as -i, without tty",
+        value=False,
+    ),
     _no("--ulimit", "Kubernetes sets ulimits per node", "leave it out"),
     _no("--use-api-socket", "a pod cannot reach your docker daemon", "leave it out"),
     _ok(

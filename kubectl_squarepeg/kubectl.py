@@ -403,7 +403,8 @@ def start(
     args: Sequence[str],
     target: Target | None = None,
     *,
-    stdin: bytes | HeldStdin = b"",
+    stdin: bytes | HeldStdin | int = b"",
+    stdout_fd: int | None = None,
     on_stdout: Callable[[bytes], None] | None = None,
     out_bufsize: int = 65536,
     namespaced: bool = True,
@@ -412,18 +413,27 @@ def start(
 
     With `on_stdout`, every chunk of stdout (at most `out_bufsize` bytes, whatever has
     arrived) is handed to it as bytes on a reader thread, so it must lock shared state, and
-    nothing is kept; otherwise sh keeps it for `collect`.
+    nothing is kept; otherwise sh keeps it for `collect`. `stdin` as an int is a file
+    descriptor the child reads itself (squarepeg's own stdin, for an attach); `stdout_fd`
+    likewise gives the child a descriptor of ours as its stdout, read by no thread here.
     """
     argv = (*(target.global_args(namespaced=namespaced) if target else []), *args)
     sink = _ByteSink(on_stdout) if on_stdout is not None else None
     reader = _PipeReader(sink, out_bufsize, capacity=_STDOUT_PIPE_BYTES) if sink else None
-    held = stdin if isinstance(stdin, HeldStdin) else None
-    options: dict[str, Any] = {
-        "_in": held.read_fd if held is not None else stdin or _no_input(),
-        "_env": _child_environment(),
-    }
+    held: HeldStdin | None = None
+    child_stdin: bytes | int
+    if isinstance(stdin, HeldStdin):
+        held = stdin
+        child_stdin = held.read_fd
+    elif isinstance(stdin, int):
+        child_stdin = stdin  # fd 0 included: not "no input"
+    else:
+        child_stdin = stdin or _no_input()
+    options: dict[str, Any] = {"_in": child_stdin, "_env": _child_environment()}
     if reader is not None:
         options["_out"] = reader.write_fd
+    elif stdout_fd is not None:
+        options["_out"] = stdout_fd
     else:
         options["_out_bufsize"] = 65536  # read at the end: big reads, no line splitting
     hook = _die_with_parent_hook()
@@ -575,3 +585,39 @@ def logs(target: Target, pod: str, container: str) -> Result:
 def label(target: Target, kind: str, name: str, assignment: str) -> Result:
     """`kubectl label KIND NAME KEY=VALUE --overwrite`."""
     return run(["label", kind.lower(), name, assignment, "--overwrite"], target)
+
+
+# --- attach: the interactive runs (-i, -it) --------------------------------------------------
+
+
+def _discard(_chunk: bytes) -> None:
+    pass
+
+
+def attach_stdin(target: Target, pod: str, container: str, *, stdin_fd: int) -> Child:
+    """`kubectl attach -i`, reading the descriptor `stdin_fd` (squarepeg's own stdin) itself:
+    raw bytes, nothing decoded or held here; their end closes the container's stdin (it is
+    `stdinOnce`). What it prints is discarded: the output of such a run is the log stream,
+    complete from the first byte, where an attach sees only what comes after it connected.
+    `--quiet` keeps "If you don't see a command prompt ..." off stderr, which is kept for
+    the refusal message."""
+    return start(
+        ["attach", "-i", "--quiet", pod, "-c", container],
+        target,
+        stdin=stdin_fd,
+        on_stdout=_discard,
+    )
+
+
+def attach_terminal(
+    target: Target, pod: str, container: str, *, stdin_fd: int, stdout_fd: int
+) -> Child:
+    """`kubectl attach -it` on a terminal: it reads the terminal `stdin_fd` in raw mode (so
+    Ctrl-C is a byte for the container) and writes to `stdout_fd`, a terminal whose size
+    it sends, and sends again on SIGWINCH (terminal.py relays both)."""
+    return start(
+        ["attach", "-i", "-t", "--quiet", pod, "-c", container],
+        target,
+        stdin=stdin_fd,
+        stdout_fd=stdout_fd,
+    )

@@ -220,6 +220,16 @@ def main_container(o: RunOptions, claim: _Claimer, mounts: list[Any]) -> dict[st
         if o.command:
             c["args"] = [escape_dollars(word) for word in o.command]
             claim("command", (*_MAIN, "args"))
+    if o.interactive:
+        # stdinOnce: the container's stdin closes when squarepeg's attach ends, so a
+        # program reading it sees the end of squarepeg's input, and never waits on a
+        # second attach that will not come.
+        c["stdin"] = True
+        c["stdinOnce"] = True
+        claim("interactive", (*_MAIN, "stdin"), (*_MAIN, "stdinOnce"))
+    if o.tty:
+        c["tty"] = True
+        claim("tty", (*_MAIN, "tty"))
     if o.workdir is not None:
         c["workingDir"] = o.workdir
         claim("workdir", (*_MAIN, "workingDir"))

@@ -50,6 +50,8 @@ class RunOptions:
     timeout: float = 300.0
     keep: bool = False
     quiet: bool = False
+    interactive: bool = False  # -i: stdin goes to the container through kubectl attach
+    tty: bool = False  # -t: the container runs on a terminal
     dry_run: bool = False
     dry_run_server: bool = False
     orphan_sweep: bool = True
@@ -350,6 +352,8 @@ def build_run_options(
         timeout=float(m.scalar("timeout", values.parse_duration_seconds, 300.0)),
         keep=keep,
         quiet=m.switch("quiet"),
+        interactive=bool(flags.get("interactive")),
+        tty=bool(flags.get("tty")),
         dry_run=bool(flags.get("dry_run")),
         dry_run_server=bool(flags.get("dry_run_server")),
         orphan_sweep=bool(m.conf("orphan_sweep", True)),

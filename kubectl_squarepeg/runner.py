@@ -23,6 +23,7 @@ import contextlib
 import json
 import re
 import sys
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
@@ -39,7 +40,7 @@ from kubectl_squarepeg.errors import (
 )
 
 if TYPE_CHECKING:
-    from kubectl_squarepeg import sweep
+    from kubectl_squarepeg import sweep, terminal
     from kubectl_squarepeg.connect import Connection
     from kubectl_squarepeg.manifest import Plan
 
@@ -49,6 +50,11 @@ KEEP_LABEL = "squarepeg.io/keep"  # manifest.py's (importing it would load the w
 READER_GONE = 128 + 13
 # How long the log stream may take to deliver what the container wrote after it ended.
 LOG_DRAIN_SECONDS = 30.0
+# How long an attach may have failed before the container's end explains it; after that,
+# a container still waiting for its input will not get it: the run fails (exit 125).
+ATTACH_GRACE_SECONDS = 3.0
+# How long `run -it` waits for kubectl attach to end and its output to be relayed.
+ATTACH_DRAIN_SECONDS = 10.0
 # How long the exit path waits for the orphan sweep that rode along with the run.
 SWEEP_JOIN_SECONDS = 60.0
 DELETE_SECONDS = 60.0
@@ -77,6 +83,19 @@ _UNREACHABLE = (
     "couldn't get current server api group list",
     "did not answer within",
 )
+
+
+# A create refused before anything was sent: kubectl could not connect at all (Go's dial
+# error; also when fetching the OpenAPI document it validates against). Retried for a while.
+_REFUSED = ("connect: connection refused", "was refused - did you specify the right host")
+CREATE_RETRY_SECONDS = 30.0
+CREATE_RETRY_FIRST_PAUSE, CREATE_RETRY_MAX_PAUSE = 0.5, 4.0
+
+
+def refused_before_sending(result: kubectl.Result) -> bool:
+    """Whether a failed `kubectl create` never reached the API server (safe to repeat)."""
+    text = result.stderr.decode("utf-8", "replace")
+    return any(refused in text for refused in _REFUSED)
 
 
 # A webhook says `admission webhook "X" denied the request: ...`; a ValidatingAdmissionPolicy
@@ -207,6 +226,7 @@ class Run:
         self._connection = connection
         self.commands = self.resource.commands
         self._out = out if out is not None else sys.stdout.buffer
+        self._stdin_fd = 0  # squarepeg's own stdin: what -i hands to kubectl attach
         self._follower_factory = follower
         self.shields: _Shields = shields or _NoShields()
         self.created = False
@@ -219,6 +239,9 @@ class Run:
         self._events = watch.warning_events(self.target)
         self._keep_for_output = False
         self._cleaned = False
+        self._attach: kubectl.Child | None = None
+        self._attach_failed_at: float | None = None
+        self._terminal: terminal.TerminalSession | None = None
 
     # -- phases
 
@@ -233,17 +256,37 @@ class Run:
     def create(self) -> None:
         # Shielded: a first Ctrl-C while the create is in flight waits for it, so a created
         # resource is always known and deleted, never left behind by a create that
-        # finished after we stopped looking.
+        # finished after we stopped looking. That it was created is recorded inside the
+        # same shield, for the same reason.
         with self.shields.shield():
-            creating = self._start_create_and_watch()
-            result = kubectl.collect(creating)
-            if not result.ok:
+            result = kubectl.collect(self._start_create_and_watch())
+            if not result.ok and not refused_before_sending(result):
                 raise rejection(result, self.plan.kind, self.plan.name, self.commands)
-            self.created = self.progress.created = True
-            try:
-                self.uid = podstate.uid(json.loads(result.stdout)) or None
-            except ValueError:
-                self.uid = None
+            self._note_created(result)
+        waited, pause = 0.0, CREATE_RETRY_FIRST_PAUSE
+        while not result.ok:
+            # The API server refused the connection (it is restarting, say): nothing was
+            # sent, so trying again cannot create twice. The pause is outside the shield:
+            # a Ctrl-C meanwhile ends the run at once, and nothing exists yet.
+            if waited >= CREATE_RETRY_SECONDS:
+                raise rejection(result, self.plan.kind, self.plan.name, self.commands)
+            time.sleep(pause)
+            waited, pause = waited + pause, min(pause * 2, CREATE_RETRY_MAX_PAUSE)
+            with self.shields.shield():
+                manifest = _manifest_bytes(self.plan)
+                result = kubectl.collect(kubectl.start_create(self.target, manifest))
+                if not result.ok and not refused_before_sending(result):
+                    raise rejection(result, self.plan.kind, self.plan.name, self.commands)
+                self._note_created(result)
+
+    def _note_created(self, result: kubectl.Result) -> None:
+        if not result.ok:
+            return
+        self.created = self.progress.created = True
+        try:
+            self.uid = podstate.uid(json.loads(result.stdout)) or None
+        except ValueError:
+            self.uid = None
 
     def _start_create_and_watch(self) -> kubectl.Child:
         """The create first (it is what the run waits for), then the watch, which tolerates
@@ -272,7 +315,7 @@ class Run:
     def _reader_gone(self) -> bool:
         return self._logs is not None and self._logs.reader_gone
 
-    def start_logs(self, pod: str) -> None:
+    def start_logs(self, pod: str, out: BinaryIO | None = None) -> None:
         if self._follower_factory is None:
             from kubectl_squarepeg import logs  # after the create: nothing before it waits
 
@@ -282,11 +325,55 @@ class Run:
             self.target,
             pod,
             MAIN,
-            self._out,
+            out or self._out,
             self.console,
             logs_command=self.commands.logs("Pod", pod),
         )
         self._logs.start()
+
+    # -- -i and -it: the attach
+
+    def _start_output(self, pod: str) -> None:
+        """The log stream, and for -i the attach that feeds stdin (lifecycle spec, step 5;
+        README, "Interactive runs"). On a terminal (-it) the attach's output is the output,
+        spliced after what the log had before it (terminal.py)."""
+        options = self.plan.options
+        if options.interactive and options.tty:
+            from kubectl_squarepeg import terminal  # only -it needs termios and a pty
+
+            session = terminal.TerminalSession(self._out, self._stdin_fd)
+            self._terminal = session
+            self.start_logs(pod, out=session.log_out)
+            self._attach = session.start(  # type: ignore[assignment]
+                lambda relay: kubectl.attach_terminal(
+                    self.target, pod, MAIN, stdin_fd=self._stdin_fd, stdout_fd=relay
+                )
+            )
+            return
+        self.start_logs(pod)
+        if options.interactive:
+            self._attach = kubectl.attach_stdin(self.target, pod, MAIN, stdin_fd=self._stdin_fd)
+
+    def _attach_refused(self) -> bool:
+        """Between waits for the container's end: an attach that failed, and that the
+        container's end has not explained within ATTACH_GRACE_SECONDS, fails the run
+        (raised here, so the wait ends); False otherwise."""
+        child = self._attach
+        if child is None or child.is_alive():
+            return False
+        code = child.wait(0)
+        if code == 0:
+            return False
+        now = time.monotonic()
+        if self._attach_failed_at is None:
+            self._attach_failed_at = now
+        if now - self._attach_failed_at < ATTACH_GRACE_SECONDS:
+            return False
+        from kubectl_squarepeg import attachment
+
+        stderr = child.stderr.decode("utf-8", "replace")
+        pod = (self._watch.pod_name if self._watch else None) or self.plan.name
+        raise attachment.refusal(stderr, pod, self.namespace, tty=self.plan.options.tty)
 
     def execute(self) -> int:
         """Every phase in order; the exit code. Cleanup is the caller's (`run_lifecycle`)."""
@@ -298,19 +385,25 @@ class Run:
             timeout=self.plan.options.timeout,
             reporter=reporter,
             commands=self.commands,
+            progress=self.console.progress,
         )
+        self.console.end_progress()
         pod = self._watch.pod_name or self.plan.name
         if started.type != "DELETED":
-            self.start_logs(pod)
+            self._start_output(pod)
             self._prepare_delete()
         # After the log stream's start, so that its kubectl does not delay the output's.
         self._start_sweep()
-        outcome = watch.wait_for_finish(self._watch, started, stop=self._reader_gone)
+        outcome = watch.wait_for_finish(
+            self._watch, started, stop=lambda: self._reader_gone() or self._attach_refused()
+        )
         if outcome is None:
             raise ReaderGone("stdout was closed by its reader")
         # The exit code is known: a first Ctrl-C from here on lets the output drain and
         # the code be reported, then exits 130 (the shield raises it at its end).
         with self.shields.shield():
+            if self._terminal is not None:
+                self._terminal.finish(ATTACH_DRAIN_SECONDS)
             if self._logs is not None and not self._logs.finish(LOG_DRAIN_SECONDS):
                 # The user's only copy of the rest is the pod's log: it stays.
                 self._keep_for_output = True
@@ -342,6 +435,8 @@ class Run:
             return
         self._cleaned = True
         try:
+            if self._terminal is not None:
+                self._terminal.close()
             if self._logs is not None:
                 self._logs.stop()
             if self._watch is not None:

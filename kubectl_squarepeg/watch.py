@@ -358,6 +358,25 @@ def _events_hint(commands: Commands, pod_name: str) -> str:
     return f"`{commands.events(pod_name)}` lists its events, also after the cleanup"
 
 
+def startup_status(pod: Mapping[str, Any] | None, seconds: float) -> str:
+    """The status line of a run waiting for its pod: phase, the reason it waits, seconds."""
+    status = (pod or {}).get("status") or {}
+    reason = None
+    for container in status.get("containerStatuses") or []:
+        if container.get("name") == podstate.MAIN:
+            reason = ((container.get("state") or {}).get("waiting") or {}).get("reason")
+    for condition in status.get("conditions") or []:
+        if (
+            not reason
+            and condition.get("type") == "PodScheduled"
+            and condition.get("status") == "False"
+        ):
+            reason = condition.get("reason")
+    phase = status.get("phase") or "Pending"
+    detail = f"{phase}, {reason}" if reason else phase
+    return f"waiting for the pod: {detail} ({seconds:.0f}s)"
+
+
 def wait_for_start(
     watch: PodWatch,
     *,
@@ -365,6 +384,7 @@ def wait_for_start(
     reporter: EventReporter,
     commands: Commands,
     clock: Callable[[], float] = time.monotonic,
+    progress: Callable[[str], None] | None = None,
 ) -> Event:
     """Wait until the followed pod's main container has started (or already ended).
 
@@ -372,9 +392,12 @@ def wait_for_start(
     fail-fast reason, or when `timeout` seconds pass first; either carries the pod's events,
     since the pod itself is deleted by the cleanup that follows.
     """
-    deadline = clock() + timeout
+    began = clock()
+    deadline = began + timeout
     latest: Event | None = None
     while True:
+        if progress is not None:
+            progress(startup_status(latest.pod if latest else None, clock() - began))
         remaining = deadline - clock()
         if remaining <= 0:
             raise _timed_out(watch, latest, timeout, reporter, commands)

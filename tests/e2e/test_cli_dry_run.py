@@ -410,6 +410,19 @@ def test_keep_labels_the_pod(sandbox: Sandbox) -> None:
     assert "squarepeg.io/keep" not in sandbox.dry("--rm", "alpine").doc["metadata"]["labels"]
 
 
+def test_interactive_and_tty_land_on_the_main_container(sandbox: Sandbox) -> None:
+    main = sandbox.dry("-i", "alpine", "cat").doc["spec"]["containers"][0]
+    assert (main["stdin"], main["stdinOnce"], "tty" in main) == (True, True, False)
+    main = sandbox.dry("--tty", "alpine").doc["spec"]["containers"][0]
+    assert main["tty"] is True and "stdin" not in main
+    # -it with a stdin that is not a terminal: one warning, then as -i.
+    piped = sandbox.dry("-it", "alpine", "sh")
+    main = piped.doc["spec"]["containers"][0]
+    assert (main["stdin"], "tty" in main) == (True, False)
+    warnings = [line for line in piped.lines if "warning:" in line]
+    assert len(warnings) == 1 and "not a terminal" in warnings[0], piped.stderr
+
+
 def test_job_mode(sandbox: Sandbox) -> None:
     doc = sandbox.dry("--mode", "job", "-l", "team=a", "alpine", "true").doc
     assert doc["apiVersion"] == "batch/v1" and doc["kind"] == "Job"
@@ -957,13 +970,6 @@ BAD_FLAGS = [
         "pod on the cluster (-v /data:/data); leave it out; add a volume and its volumeMount under "
         "`kubernetes.spec` in a config file, or use --tmpfs PATH for scratch space",
     ),
-    (
-        ["-it", "alpine", "sh"],
-        "-i/--interactive cannot be used: squarepeg streams the container's output but does "
-        "not attach your terminal to it (-i); leave it out; for an interactive shell use "
-        "`kubectl run -it --rm NAME --image IMAGE -- sh`",
-    ),
-    (["--tty", "alpine"], "-t/--tty cannot be used: squarepeg streams the container's output"),
     (
         ["-d", "alpine"],
         "-d/--detach cannot be used: squarepeg waits for the container and returns its exit "

@@ -96,6 +96,17 @@ def test_a_webhook_denial_is_125_with_the_reason(run_in: Any) -> None:
     ), done.lines
 
 
+def test_a_dry_run_server_denial_does_not_suggest_dry_run_server(run_in: Any) -> None:
+    done = run_in("default")("run", "--dry-run-server", "alpine:latest", "true")
+    assert done.code == 125
+    assert done.has_line("error:", "images must be pinned"), done.lines
+    assert done.has_line("admission policy refused"), done.lines
+    assert "--dry-run-server" not in done.stderr, done.stderr  # it is what the user just ran
+    assert done.stdout == b""
+    plain = run_in("default")("run", "alpine:latest", "true")  # the hint a real run gets
+    assert plain.code == 125 and "--dry-run-server" in plain.stderr, plain.stderr
+
+
 def kubectl_watches_of(pods: list[str]) -> list[str]:
     """Command lines of live kubectl processes watching any of these pods."""
     found = []

@@ -10,6 +10,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.e2e.conftest import Squarepeg, wait_until
 
 SCAN_SECONDS = 0.01
@@ -25,6 +27,7 @@ def _config(tmp_path: Path, text: str) -> str:
     return str(path)
 
 
+@pytest.mark.kubesim_only("not yet tried on localkube")
 def test_env_values_reach_the_manifest_and_never_squarepegs_stderr(
         squarepeg: Squarepeg, tmp_path: Path) -> None:
     flag, in_file, bad = _secret(), _secret(), _secret()
@@ -73,6 +76,7 @@ def _argv_of_marked(mark: bytes, skip: set[int]) -> list[bytes]:
     return found
 
 
+@pytest.mark.kubesim_only("not yet tried on localkube")
 def test_no_process_argv_holds_the_manifest_or_a_secret(
         squarepeg: Squarepeg, tmp_path: Path) -> None:
     """The secrets are in squarepeg's own argv (the user typed them there); they and the

@@ -10,12 +10,15 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.conftest import Squarepeg
 
 LIVE_RUNS = 16
 SWEEPERS = 2
 
 
+@pytest.mark.kubesim_only("not yet tried on localkube")
 def test_sweeps_at_min_age_0_never_touch_a_run_in_flight(
         squarepeg: Squarepeg, tmp_path: Path) -> None:
     config = tmp_path / "min-age-0.yaml"

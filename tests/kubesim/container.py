@@ -367,7 +367,11 @@ class ContainerRunner:
         self._event("Normal", "Created", f"Created container: {self.name}")
         started_at = now_rfc3339()
         try:
-            process = ContainerProcess(argv, env, cwd, self._sink, kubelet.registry)
+            process = ContainerProcess(
+                argv, env, cwd, self._sink, kubelet.registry,
+                stdin=bool(self.container.get("stdin")),
+                stdin_once=bool(self.container.get("stdinOnce")),
+                tty=bool(self.container.get("tty")))
         except OSError as exc:
             message = start_error(argv[0], exc)
             self._event("Warning", "Failed", f"Error: {message}")

@@ -160,6 +160,19 @@ class Kubelet:
                 del self._workers[worker.key]
         worker.forget()
 
+    def running_process(self, namespace: str, name: str, uid: str | None,
+                        container: str) -> ContainerProcess | None:
+        """The live process of a pod's container, for an attach; None when it is not
+        running (not started yet, exited, or the pod is not this node's)."""
+        with self._lock:
+            worker = self._workers.get((namespace, name))
+        if worker is None or (uid is not None and worker.uid != uid):
+            return None
+        for runner in list(worker.runners):
+            if runner.name == container and runner.running():
+                return runner.process
+        return None
+
     # -- faults and shutdown -----------------------------------------------------------------
 
     def evict(self, namespace: str, name: str) -> bool:

@@ -13,6 +13,11 @@ splits the bytes per stream into records: the complete lines of a read, a 16 KiB
 line that is longer than that (CRI's partial records), and the final partial line at exit.
 stdout and stderr are split separately, as CRI does.
 
+Input and attach: a container with `stdin: true` reads a pipe the simulator holds open (with
+`tty: true`, a pty, see ttys.py) until an attach session closes it; every read of its output
+also goes, raw, to the attach sessions listening at that moment (`attach`): as on a real
+node, an attach sees only what is written after it connected.
+
 Every live process group is in a registry (`ProcessRegistry`); `kill_all()` SIGKILLs them, so
 the cluster's `stop()` never leaves a process behind. A process that leaves its session
 (`setsid`) escapes the group and is not tracked: a documented difference from a real node.
@@ -23,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import select
 import selectors
 import signal
 import subprocess
@@ -31,6 +37,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
+from typing import Protocol
+
+from tests.kubesim import ttys
 
 # CRI's maximum log record size: longer lines are split into partial records of this size.
 MAX_RECORD = 16 * 1024
@@ -136,32 +145,145 @@ class ProcessRegistry:
             return len(self._live)
 
 
+class OutputListener(Protocol):
+    """An attach session's view of a container's output (attach.py)."""
+
+    def output(self, stream: int, data: bytes) -> None:
+        """Raw bytes the container wrote: stream 1 stdout, 2 stderr (a terminal's: 1)."""
+
+    def ended(self) -> None:
+        """The container's output has ended (it exited and its pipes are drained)."""
+
+
+STDOUT, STDERR = 1, 2
+
+
 class ContainerProcess:
-    """One started container: its process group, its output pump and its exit."""
+    """One started container: its process group, its output pump and its exit.
+
+    With `stdin`, its stdin is a pipe the simulator holds open for attach sessions (or, with
+    `tty`, the pty's input); `stdin_once` closes it when the first attach session that
+    used it ends. With `tty`, stdin, stdout and stderr are the slave of a pty (ttys.py)
+    that is the controlling terminal of the container's session; its output is one stream.
+    Without `stdin` the container reads an empty stdin (/dev/null), as on a real node.
+    """
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: str, sink: OutputSink,
-                 registry: ProcessRegistry):
+                 registry: ProcessRegistry, *, stdin: bool = False, stdin_once: bool = False,
+                 tty: bool = False):
         self._lock = threading.Lock()
         self._reaped = False
         self._registry = registry
         self._sink = sink
-        self._popen = subprocess.Popen(
-            argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
-        )
+        self.tty = tty
+        self.stdin_enabled = stdin
+        self.stdin_once = stdin_once
+        self._io_lock = threading.Lock()  # guards the fds below against a concurrent close
+        self._stdin_fd: int | None = None
+        self._pty: ttys.Pty | None = None
+        self._listeners: list[OutputListener] = []
+        self._output_ended = False
+        self._fds: dict[int, int] = {}  # fd read by the pump -> stream
+        if tty:
+            self._pty = pty = ttys.Pty()
+            try:
+                self._popen = subprocess.Popen(
+                    argv, env=env, cwd=cwd, stdin=pty.slave, stdout=pty.slave,
+                    stderr=pty.slave, start_new_session=True, close_fds=True,
+                    preexec_fn=ttys.make_controlling_terminal,
+                )
+            except BaseException:
+                pty.close()
+                raise
+            pty.close_slave()
+            os.set_blocking(pty.master, False)
+            self._fds[pty.master] = STDOUT
+            if stdin:
+                self._stdin_fd = pty.master
+        else:
+            self._popen = subprocess.Popen(
+                argv, env=env, cwd=cwd,
+                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                close_fds=True,
+            )
+            assert self._popen.stdout is not None and self._popen.stderr is not None
+            self._fds[self._popen.stdout.fileno()] = STDOUT
+            self._fds[self._popen.stderr.fileno()] = STDERR
+            for fd in self._fds:
+                with contextlib.suppress(OSError):
+                    fcntl.fcntl(fd, _F_SETPIPE_SZ, READ_SIZE)
+            if stdin:
+                assert self._popen.stdin is not None
+                self._stdin_fd = self._popen.stdin.fileno()
+                os.set_blocking(self._stdin_fd, False)
         self.pid = self._popen.pid
         registry.add(self)
         self.started_ns = time.time_ns()
         self.signalled: int | None = None  # the last signal the kubelet sent
-        assert self._popen.stdout is not None and self._popen.stderr is not None
-        self._pipes = [self._popen.stdout, self._popen.stderr]
-        for pipe in self._pipes:
-            with contextlib.suppress(OSError):
-                fcntl.fcntl(pipe.fileno(), _F_SETPIPE_SZ, READ_SIZE)
         self._exited = threading.Event()
         self._reader = threading.Thread(target=self._pump, name=f"kubesim-pump-{self.pid}",
                                         daemon=True)
         self._reader.start()
+
+    # -- attach ----------------------------------------------------------------------------
+
+    def attach(self, listener: OutputListener) -> bool:
+        """Send the output written from now on to `listener` too; False once it has ended."""
+        with self._io_lock:
+            if self._output_ended:
+                return False
+            self._listeners.append(listener)
+            return True
+
+    def detach(self, listener: OutputListener) -> None:
+        with self._io_lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def write_stdin(self, data: bytes) -> bool:
+        """Write to the container's stdin, waiting while it is full; False when there is no
+        stdin (any more): the bytes are dropped, as the runtime drops them."""
+        view = memoryview(data)
+        while view:
+            with self._io_lock:
+                fd = self._stdin_fd
+                if fd is None:
+                    return False
+                try:
+                    view = view[os.write(fd, view):]
+                    continue
+                except BlockingIOError:
+                    pass
+                except OSError:  # the container closed its end, or exited
+                    return False
+                # Under the lock, so the fd cannot be closed and reused meanwhile.
+                select.select([], [fd], [], 0.1)
+        return True
+
+    def close_stdin(self) -> None:
+        """End the container's input: EOF on a pipe, the EOF character on a terminal."""
+        with self._io_lock:
+            fd, self._stdin_fd = self._stdin_fd, None
+            if fd is None:
+                return
+            if self._pty is not None:
+                self._pty.end_of_input()
+            elif self._popen.stdin is not None:
+                with contextlib.suppress(OSError):
+                    self._popen.stdin.close()
+
+    def resize(self, rows: int, columns: int) -> None:
+        """A terminal container's new window size (ignored without a terminal)."""
+        with self._io_lock:
+            if self._pty is not None and self._pty.master in self._fds:
+                self._pty.resize(rows, columns)
+
+    def window_size(self) -> tuple[int, int] | None:
+        with self._io_lock:
+            if self._pty is not None and self._pty.master in self._fds:
+                return self._pty.size()
+        return None
 
     # -- signals ---------------------------------------------------------------------------
 
@@ -200,10 +322,10 @@ class ContainerProcess:
     # -- output ----------------------------------------------------------------------------
 
     def _pump(self) -> None:
-        splitters = {pipe.fileno(): LineSplitter() for pipe in self._pipes}
+        splitters = {fd: LineSplitter() for fd in self._fds}
         selector = selectors.DefaultSelector()
-        for pipe in self._pipes:
-            selector.register(pipe.fileno(), selectors.EVENT_READ)
+        for fd in self._fds:
+            selector.register(fd, selectors.EVENT_READ)
         drain_deadline: float | None = None
         try:
             while selector.get_map():
@@ -215,12 +337,15 @@ class ContainerProcess:
                     fd = int(key.fd)
                     try:
                         chunk = os.read(fd, READ_SIZE)
-                    except OSError:
+                    except BlockingIOError:
+                        continue
+                    except OSError:  # EIO: a pty whose slave every process has closed
                         chunk = b""
                     if not chunk:
                         selector.unregister(fd)
                         self._emit(splitters[fd].flush())
                         continue
+                    self._fan_out(self._fds[fd], chunk)
                     self._emit(splitters[fd].feed(chunk))
             for splitter in splitters.values():
                 self._emit(splitter.flush())
@@ -229,9 +354,29 @@ class ContainerProcess:
             traceback.print_exc(file=sys.stderr)
         finally:
             selector.close()
-            for pipe in self._pipes:
-                with contextlib.suppress(OSError):
-                    pipe.close()
+            self._close_output()
+
+    def _fan_out(self, stream: int, chunk: bytes) -> None:
+        with self._io_lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener.output(stream, chunk)
+
+    def _close_output(self) -> None:
+        """The output is over: tell the attached sessions, close every fd we hold."""
+        with self._io_lock:
+            self._output_ended = True
+            listeners, self._listeners = self._listeners, []
+            self._stdin_fd = None
+            if self._pty is not None:
+                self._pty.close()
+            for pipe in (self._popen.stdin, self._popen.stdout, self._popen.stderr):
+                if pipe is not None:
+                    with contextlib.suppress(OSError):
+                        pipe.close()
+            self._fds = {}
+        for listener in listeners:
+            listener.ended()
 
     def _emit(self, records: list[bytes]) -> None:
         if not records:

@@ -59,6 +59,7 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "pods", "Pod", True, "pod", ("po",), ("all",),
              subresources=(
                  _status("Pod"),
+                 Subresource("attach", "PodAttachOptions", ("create", "get")),
                  Subresource("log", "Pod", ("get",)),
                  Subresource("eviction", "Eviction", ("create",), "policy"),
              )),

@@ -20,15 +20,15 @@ import time
 import traceback
 from typing import Any
 
-from tests.kubesim import apierrors, control, defaults, discovery, openapi, tls, validation
+from tests.kubesim import apierrors, attach, control, defaults, discovery, openapi, tls, validation
 from tests.kubesim.admission import Admission, authenticate
-from tests.kubesim.api import Api, Route
+from tests.kubesim.api import Api, Route, parse_route
 from tests.kubesim.housekeeping import Housekeeping
 from tests.kubesim.logbook import LogBook
 from tests.kubesim.resources import RESOURCES
 from tests.kubesim.scenario import Scenario
 from tests.kubesim.store import Store
-from tests.kubesim.transport import Reply, Request, Stream, Transport
+from tests.kubesim.transport import Reply, Request, Stream, Transport, Upgrade
 
 Obj = dict[str, Any]
 
@@ -166,7 +166,7 @@ class KubeSim:
 
     # -- requests ------------------------------------------------------------------------
 
-    def handle(self, req: Request) -> Reply | Stream:
+    def handle(self, req: Request) -> Reply | Stream | Upgrade:
         try:
             reply = self._route(req)
         except apierrors.ApiError as exc:
@@ -179,7 +179,7 @@ class KubeSim:
         reply.headers = {**NO_CACHE, **reply.headers}
         return reply
 
-    def _route(self, req: Request) -> Reply | Stream:
+    def _route(self, req: Request) -> Reply | Stream | Upgrade:
         token = authenticate(self.scenario, req.header("Authorization"))
         if token is None:
             raise apierrors.unauthorized()
@@ -193,6 +193,11 @@ class KubeSim:
             found = self._discovery(req, path)
             if found is not None:
                 return found
+        if path.endswith("/attach"):
+            route = parse_route(path)
+            if route is not None and route.resource.plural == "pods" and \
+                    route.subresource == "attach":
+                return attach.handle(self, req, route)
         return self.api.handle(req)
 
     def _discovery(self, req: Request, path: str) -> Reply | None:

@@ -3,7 +3,8 @@
 Owns sockets and bytes on the wire, nothing about Kubernetes: TLS (the handshake runs on the
 connection's own thread, so a slow client never blocks `accept`), keep-alive,
 `Content-Length` on every plain reply, chunked streams flushed chunk by chunk, noticing a
-client that went away during a stream, ending a stream abruptly (no terminating chunk, as a
+client that went away during a stream, handing an upgraded connection (101) to its
+protocol's code, ending a stream abruptly (no terminating chunk, as a
 dropped connection looks to kubectl), and the restart fault: stop listening, cut every open
 connection, listen again on the same port.
 """
@@ -80,7 +81,16 @@ class Stream:
     on_close: Callable[[], None] | None = None
 
 
-Handler = Callable[[Request], "Reply | Stream"]
+@dataclass
+class Upgrade:
+    """A `101 Switching Protocols` answer: its headers go out, then `serve` owns the
+    connection (the TLS socket) until it returns; the connection is closed after."""
+
+    headers: dict[str, str]
+    serve: Callable[[socket.socket], None]
+
+
+Handler = Callable[[Request], "Reply | Stream | Upgrade"]
 
 
 class _Connections:
@@ -206,6 +216,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
             if one_way:
                 reply = _delayed(reply, one_way)
             self._stream(reply)
+        elif isinstance(reply, Upgrade):
+            self._upgrade(reply)
         else:
             if one_way:
                 time.sleep(one_way)  # the answer on its way back
@@ -237,6 +249,15 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self.wfile.write(reply.body)
         if reply.after is not None:
             reply.after()
+
+    def _upgrade(self, upgrade: Upgrade) -> None:
+        self.send_response(101)
+        for name, value in upgrade.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            upgrade.serve(self.connection)
 
     def _stream(self, stream: Stream) -> None:
         self.send_response(stream.code)

@@ -162,8 +162,18 @@ def config_text(draw: st.DrawFn) -> bytes:
 
 
 ENV_NAMES = st.from_regex(r"[A-Z_][A-Z0-9_]{0,8}", fullmatch=True)
+def _can_be_in_environ(value: str) -> bool:
+    """A real environment holds bytes: no NUL, and no surrogate that is not an escaped
+    byte (os.environ refuses '\ud800')."""
+    try:
+        value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return False
+    return "\x00" not in value
+
+
 INTERPOLATION_ENV = st.dictionaries(ENV_NAMES | st.sampled_from(["HOME", "UNSET", "X"]),
-                                    VALUE.filter(lambda v: "\x00" not in v), max_size=4)
+                                    VALUE.filter(_can_be_in_environ), max_size=4)
 
 
 # --- env files and kubeconfigs -----------------------------------------------------------

@@ -26,7 +26,7 @@ def _expects_manifest(argv: list[str]) -> bool:
     return argv[:1] == ["run"] and "--help" not in argv
 
 
-@settings(max_examples=500 * SCALE)
+@settings(max_examples=400 * SCALE)
 @given(argv=gen.run_argv())
 def test_generated_run_command_lines(sandbox: Sandbox, argv: list[str]) -> None:
     sandbox.clean()
@@ -60,7 +60,7 @@ def _config_case(draw: st.DrawFn, sandbox: Sandbox) -> tuple[list[str], dict[str
     return ["run", "--dry-run", "-n", "prop", *argv_tail, "alpine", "true"], env
 
 
-@settings(max_examples=500 * SCALE)
+@settings(max_examples=400 * SCALE)
 @given(data=st.data())
 def test_generated_config_files(sandbox: Sandbox, data: st.DataObject) -> None:
     sandbox.clean()
@@ -68,7 +68,7 @@ def test_generated_config_files(sandbox: Sandbox, data: st.DataObject) -> None:
     check_outcome(sandbox.in_process(argv, env), expect_manifest=argv[0] == "run")
 
 
-@settings(max_examples=250 * SCALE)
+@settings(max_examples=200 * SCALE)
 @given(data=st.data())
 def test_generated_env_files(sandbox: Sandbox, data: st.DataObject) -> None:
     sandbox.clean()
@@ -82,7 +82,7 @@ def test_generated_env_files(sandbox: Sandbox, data: st.DataObject) -> None:
     check_outcome(sandbox.in_process(argv, env))
 
 
-@settings(max_examples=50 * SCALE)
+@settings(max_examples=40 * SCALE)
 @given(data=st.data())
 def test_generated_kubeconfigs(sandbox: Sandbox, data: st.DataObject) -> None:
     """Without -n a dry run asks kubectl for the kubeconfig's namespace: each case starts

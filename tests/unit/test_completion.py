@@ -44,7 +44,8 @@ def test_subcommands_come_with_their_short_help() -> None:
 
 def test_run_offers_its_docker_style_flags() -> None:
     offered = values("run", "--")
-    for flag in ("--env", "--dry-run", "--mode", "--pull", "--namespace", "--keep", "--timeout"):
+    for flag in ("--env", "--dry-run", "--mode", "--pull", "--namespace", "--keep", "--timeout",
+                 "--interactive", "--tty"):
         assert flag in offered
 
 
@@ -55,6 +56,7 @@ def test_a_prefix_narrows_the_flags() -> None:
 def test_refused_docker_flags_are_not_offered() -> None:
     offered = values("run", "--")
     assert "--publish" not in offered and "--volume" not in offered
+    assert "--detach" not in offered
 
 
 def test_fixed_values_complete_from_the_metavar() -> None:

@@ -1,0 +1,160 @@
+"""`run -it` on a terminal: `kubectl attach -it` in the foreground, its output spliced after
+what the container printed before it connected.
+
+Owns the terminal's state around the attach (its settings saved and restored on every exit
+path, whatever happened to kubectl), the relay pty kubectl writes to (so squarepeg sees the
+attach's output and can splice it after the log's, splice.py), the window size (copied to
+the relay, and again on every SIGWINCH, which is passed on to kubectl: it is in a session of
+its own, where the terminal's signals do not reach it), and the relay thread. The terminal
+is raw from the session's start (kubectl, which reads it itself, would make it raw only
+once started), so a typed Ctrl-C is a byte for the container, not a SIGINT for squarepeg; a
+SIGTERM still reaches squarepeg's two-stage handler.
+
+Starts no process: kubectl.py does, given the descriptors from here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import struct
+import termios
+import threading
+import tty
+from collections.abc import Callable
+from typing import Any, BinaryIO, Protocol
+
+from kubectl_squarepeg.splice import Splice
+
+_READ_BYTES = 65536
+
+
+class _Child(Protocol):
+    pid: int
+
+    def wait(self, timeout: float | None = None) -> int | None: ...
+    def is_alive(self) -> bool: ...
+    def terminate(self) -> None: ...
+
+    @property
+    def stderr(self) -> bytes: ...
+
+
+class _LogSide:
+    """The log follower's `out`: the log's bytes go through the splice."""
+
+    def __init__(self, session: TerminalSession) -> None:
+        self._session = session
+
+    def write(self, data: bytes) -> int:
+        self._session._emit(self._session.splice.from_log(data))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+class TerminalSession:
+    """One `kubectl attach -it` relayed to the terminal `stdin_fd` is (see the module
+    docstring). `start` launches it; `finish` waits for its end; `close` restores."""
+
+    def __init__(self, out: BinaryIO, stdin_fd: int) -> None:
+        self._out = out
+        self._stdin_fd = stdin_fd
+        self.splice = Splice()
+        self.log_out: Any = _LogSide(self)
+        self.child: _Child | None = None
+        self._lock = threading.Lock()
+        self._saved = termios.tcgetattr(stdin_fd)
+        # Raw from now on, not only once kubectl has started: what the log shows before it
+        # must reach the screen as the attach's bytes will, unchanged (no CR added to the
+        # container terminal's own CRLF), and what is typed meanwhile is the container's.
+        # TCSANOW: typed-ahead input stays.
+        tty.setraw(stdin_fd, termios.TCSANOW)
+        self._master: int | None = None
+        self._relay: threading.Thread | None = None
+        self._previous_winch: Any = None
+        self._closed = False
+
+    def _emit(self, data: bytes) -> None:
+        if not data:
+            return
+        with self._lock, contextlib.suppress(OSError, ValueError):
+            self._out.write(data)
+            self._out.flush()
+
+    def start(self, launch: Callable[[int], _Child]) -> _Child:
+        """Open the relay, size it as the terminal, launch kubectl on it (`launch(slave)`)."""
+        master, slave = os.openpty()
+        os.set_inheritable(master, False)
+        tty.setraw(slave)  # kubectl's bytes reach the terminal unchanged (no CRLF added)
+        self._master = master
+        self._copy_size()
+        if threading.current_thread() is threading.main_thread():
+            self._previous_winch = signal.signal(signal.SIGWINCH, self._on_winch)
+        self.splice.attach_launched()
+        try:
+            self.child = launch(slave)
+        finally:
+            os.close(slave)
+        self._relay = threading.Thread(target=self._pump, name="attach-relay", daemon=True)
+        self._relay.start()
+        return self.child
+
+    def _copy_size(self) -> None:
+        if self._master is None:
+            return
+        with contextlib.suppress(OSError):
+            size = fcntl.ioctl(self._stdin_fd, termios.TIOCGWINSZ, b"\0" * 8)
+            rows, columns = struct.unpack("HHHH", size)[:2]
+            if rows and columns:
+                fcntl.ioctl(self._master, termios.TIOCSWINSZ, size)
+
+    def _on_winch(self, signum: int, frame: Any) -> None:
+        self._copy_size()
+        child = self.child
+        if child is not None and child.is_alive():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(child.pid, signal.SIGWINCH)
+
+    def _pump(self) -> None:
+        master = self._master
+        assert master is not None
+        while True:
+            try:
+                data = os.read(master, _READ_BYTES)
+            except OSError:  # EIO: kubectl, the slave's last holder, has exited
+                data = b""
+            if not data:
+                return
+            self._emit(self.splice.from_attach(data))
+
+    def finish(self, seconds: float) -> None:
+        """The container has ended: wait for kubectl to end and its output to be relayed."""
+        if self.child is not None:
+            self.child.wait(timeout=seconds)
+        if self._relay is not None:
+            self._relay.join(seconds)
+
+    def close(self) -> None:
+        """Restore the terminal and SIGWINCH; close the relay. Once, on every exit path."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.child is not None and self.child.is_alive():
+            # First: on its way out kubectl puts back the terminal as it found it (raw,
+            # ours), which must not undo the restore below.
+            self.child.terminate()
+        with contextlib.suppress(termios.error, OSError):
+            termios.tcsetattr(self._stdin_fd, termios.TCSADRAIN, self._saved)
+        if self._previous_winch is not None:
+            with contextlib.suppress(ValueError, TypeError):
+                signal.signal(signal.SIGWINCH, self._previous_winch)
+        if self._relay is not None and self._relay.is_alive():
+            self._relay.join(1.0)
+        if self._master is not None and (self._relay is None or not self._relay.is_alive()):
+            with contextlib.suppress(OSError):
+                os.close(self._master)
+            self._master = None

@@ -1,0 +1,266 @@
+"""`run -i`, `-t` and `-it` through the installed command, the real kubectl and kubesim's
+`pods/attach`; a pty wherever a terminal is involved. After each: no pod, no kubectl."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import select
+import signal
+import struct
+import subprocess
+import termios
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Kubesim
+from tests.e2e.conftest import Finished, Squarepeg, names, wait_until
+from tests.e2e.test_interrupt_e2e import _make_controlling_terminal, kubectl_children_of
+
+RUN_SECONDS = 120
+# localkube's node agent serves the kubelet's containerLogs only; the real API server sends
+# an attach to the kubelet as SPDY (its WebSocket-to-SPDY stream translator), which the agent
+# does not speak.
+NO_ATTACH = ("attach: localkube's node agent does not serve the kubelet's /attach (SPDY "
+             "from the API server's stream translator)")
+attach_needed = pytest.mark.kubesim_only(NO_ATTACH)
+
+
+def run_with_input(squarepeg: Squarepeg, data: bytes, *args: str) -> Finished:
+    process = squarepeg.start("run", *args, stdin=subprocess.PIPE)
+    out, err = process.communicate(input=data, timeout=RUN_SECONDS)
+    return Finished(process.returncode, out, err.decode("utf-8", "replace"))
+
+
+@pytest.fixture
+def nothing_left(kubesim: Kubesim, namespace: str) -> Iterator[None]:
+    """After the test: no pod or Job in the namespace, no kubectl of this simulator."""
+    yield
+    wait_until(lambda: names(kubesim, namespace) == [], 30, "nothing left in the namespace")
+    wait_until(lambda: not kubectl_children_of(str(kubesim.kubeconfig)), 10,
+               "no kubectl process left")
+
+
+pytestmark = pytest.mark.usefixtures("nothing_left")
+
+
+@attach_needed
+def test_piped_lines_are_counted(squarepeg: Squarepeg) -> None:
+    done = run_with_input(squarepeg, b"a\nb\nc\n", "-i", "alpine", "wc", "-l")
+    assert (done.code, done.stdout.strip()) == (0, b"3"), done.stderr
+
+
+@attach_needed
+def test_a_megabyte_of_random_bytes_keeps_its_digest(squarepeg: Squarepeg) -> None:
+    data = os.urandom(1 << 20)
+    done = run_with_input(squarepeg, data, "-q", "-i", "alpine", "sha256sum")
+    assert done.code == 0, done.stderr
+    assert done.stdout.split()[0].decode() == hashlib.sha256(data).hexdigest()
+
+
+@attach_needed
+def test_cat_returns_its_input_byte_for_byte(squarepeg: Squarepeg) -> None:
+    data = bytes(range(256)) * 64 + b"no newline at the end \r\x00"
+    done = run_with_input(squarepeg, data, "-q", "-i", "alpine", "cat")
+    assert (done.code, done.stdout) == (0, data), done.stderr
+
+
+@attach_needed
+def test_output_before_reading_stdin_is_not_lost(squarepeg: Squarepeg) -> None:
+    done = run_with_input(squarepeg, b"last\n", "-q", "-i", "alpine", "sh", "-c",
+                          "seq 3000; cat; exit 3")
+    assert done.code == 3, done.stderr
+    assert done.stdout == b"".join(b"%d\n" % n for n in range(1, 3001)) + b"last\n"
+
+
+@attach_needed
+def test_job_mode(squarepeg: Squarepeg) -> None:
+    done = run_with_input(squarepeg, b"from the job\n", "-q", "--mode", "job", "-i", "alpine",
+                          "cat")
+    assert (done.code, done.stdout) == (0, b"from the job\n"), done.stderr
+
+
+def test_tty_alone_gives_a_terminal(squarepeg: Squarepeg) -> None:
+    done = squarepeg("run", "-q", "-t", "alpine", "sh", "-c", "test -t 0 && test -t 1 && "
+                     "echo terminal")
+    assert (done.code, done.stdout) == (0, b"terminal\r\n"), done.stderr
+
+
+@attach_needed
+def test_it_with_piped_stdin_warns_once_and_runs_as_i(squarepeg: Squarepeg) -> None:
+    done = run_with_input(squarepeg, b"x\ny\n", "-it", "alpine", "sh", "-c",
+                          "test -t 0 || echo no terminal; cat")
+    assert (done.code, done.stdout) == (0, b"no terminal\nx\ny\n"), done.stderr
+    warnings = [line for line in done.lines if "warning:" in line]
+    assert len(warnings) == 1 and "not a terminal" in warnings[0], done.lines
+
+
+@attach_needed
+def test_refused_attach_exits_125_and_leaves_nothing(
+        kubesim_factory: Any, tmp_path: Path) -> None:
+    sim = kubesim_factory({"tokens": {"bob-token": {"user": "bob", "rules": [
+        {"verbs": ["*"], "resources": ["pods", "pods/log", "events", "jobs"],
+         "api_groups": ["", "batch"]}]}}})
+    runner = Squarepeg(sim, "default", tmp_path)
+    try:
+        process = runner.start("run", "--context", "kubesim-bob", "-i", "alpine", "cat",
+                               stdin=subprocess.PIPE)
+        out, err = process.communicate(input=b"never read\n", timeout=RUN_SECONDS)
+    finally:
+        runner.close()
+    lines = err.decode().splitlines()
+    assert process.returncode == 125, lines
+    errors = [line for line in lines if "error:" in line]
+    assert len(errors) == 1 and "you may not attach to pods" in errors[0], lines
+    assert "`create` on `pods/attach`" in errors[0] and out == b""
+    wait_until(lambda: names(sim, "default") == [], 30, "the pod to be deleted")
+
+
+@attach_needed
+def test_refused_upgrade_names_the_proxy(kubesim_factory: Any, tmp_path: Path) -> None:
+    sim = kubesim_factory({"options": {"refuse_upgrades": True}})
+    runner = Squarepeg(sim, "default", tmp_path)
+    try:
+        process = runner.start("run", "-i", "alpine", "cat", stdin=subprocess.PIPE)
+        _, err = process.communicate(input=b"x", timeout=RUN_SECONDS)
+    finally:
+        runner.close()
+    lines = err.decode().splitlines()
+    assert process.returncode == 125, lines
+    assert any("upgrade" in line and "proxy" in line for line in lines), lines
+    wait_until(lambda: names(sim, "default") == [], 30, "the pod to be deleted")
+
+
+# --- -it on a terminal ----------------------------------------------------------------------
+
+
+class Terminal:
+    """squarepeg on a pty of its own (stdin, stdout and stderr), as in a user's shell."""
+
+    def __init__(self, squarepeg: Squarepeg, *args: str, rows: int = 24,
+                 columns: int = 80) -> None:
+        self.master, slave = os.openpty()
+        fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+        self.process = squarepeg.start(
+            *args, stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+            preexec_fn=_make_controlling_terminal,
+        )
+        os.close(slave)
+        self.output = b""
+
+    def type(self, text: bytes) -> None:
+        os.write(self.master, text)
+
+    def _read(self) -> None:
+        if select.select([self.master], [], [], 0.05)[0]:
+            with contextlib.suppress(OSError):  # EIO: the terminal's last process ended
+                self.output += os.read(self.master, 65536)
+
+    def wait_for(self, text: bytes, seconds: float = 60) -> None:
+        def seen() -> bool:
+            self._read()
+            return text in self.output
+        wait_until(seen, seconds, f"{text!r} on the terminal; it shows {self.output[-400:]!r}")
+
+    def wait(self, seconds: float = 60) -> int:
+        def ended() -> bool:
+            self._read()
+            return self.process.poll() is not None
+        wait_until(ended, seconds, f"squarepeg to exit; the terminal shows {self.output!r}")
+        return self.process.returncode
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        os.close(self.master)
+
+
+@pytest.fixture
+def terminal(squarepeg: Squarepeg) -> Iterator[list[Terminal]]:
+    started: list[Terminal] = []
+    yield started
+    for term in started:
+        term.close()
+
+
+@attach_needed
+def test_it_shell_on_a_terminal(squarepeg: Squarepeg, terminal: list[Terminal]) -> None:
+    term = Terminal(squarepeg, "run", "-q", "-it", "alpine", "sh", "-c",
+                    "echo printed before the attach; exec sh", rows=40, columns=100)
+    terminal.append(term)
+    term.wait_for(b"printed before the attach\r\n")  # from the log: the attach came later
+    term.type(b"stty size\r")
+    term.wait_for(b"40 100\r\n")
+    term.type(b"echo typed $((6*7))\r")
+    term.wait_for(b"typed 42\r\n")
+    # Ctrl-C goes to the container: it ends the sleep, not squarepeg.
+    term.type(b"sh -c 'echo sleeping; exec sleep 60' && echo slept\r")
+    term.wait_for(b"sleeping\r\n")
+    term.type(b"\x03")
+    term.type(b"echo still here\r")
+    term.wait_for(b"still here\r\n")
+    assert b"\nslept\r\n" not in term.output and term.process.poll() is None
+    term.type(b"exit 5\r")
+    assert term.wait() == 5, term.output
+    # What came before the attach, shown once: not lost, not doubled.
+    assert term.output.count(b"printed before the attach") == 1, term.output
+
+
+# --- the status line while the pod starts ---------------------------------------------------
+
+SLOW_PULL = {"images": {"slowpull": {"cmd": ["sh", "-c", "echo pulled"], "pull_seconds": 2}}}
+
+
+def test_the_status_line_rewrites_itself_on_a_terminal(
+        kubesim_factory: Any, tmp_path: Path) -> None:
+    sim = kubesim_factory(SLOW_PULL)
+    runner = Squarepeg(sim, "default", tmp_path)
+    term = Terminal(runner, "run", "slowpull")
+    try:
+        assert term.wait() == 0, term.output
+    finally:
+        term.close()
+        runner.close()
+    shown = term.output
+    status = b"\r\x1b[Ksquarepeg: waiting for the pod: Pending, ContainerCreating ("
+    assert shown.count(status) >= 2, shown  # rewritten in place, at least once
+    # Erased before the container's output starts, and never ended with a newline.
+    after = shown.rpartition(status)[2]
+    assert after.split(b"\r\x1b[K", 1)[1].lstrip(b"\r\n").startswith(b"pulled"), shown
+    assert b"s)\r\n" not in shown
+    wait_until(lambda: names(sim, "default") == [], 30, "the pod to be deleted")
+
+
+def test_no_status_line_in_a_pipe(kubesim_factory: Any, tmp_path: Path) -> None:
+    sim = kubesim_factory(SLOW_PULL)
+    done = Squarepeg(sim, "default", tmp_path)("run", "slowpull")
+    assert (done.code, done.stdout) == (0, b"pulled\n"), done.stderr
+    assert "waiting for the pod" not in done.stderr and "\x1b" not in done.stderr
+    wait_until(lambda: names(sim, "default") == [], 30, "the pod to be deleted")
+
+
+@attach_needed
+def test_sigterm_during_it_keeps_its_two_stage_meaning(
+        squarepeg: Squarepeg, terminal: list[Terminal], kubesim: Kubesim,
+        namespace: str) -> None:
+    term = Terminal(squarepeg, "run", "-it", "--name", "term", "alpine", "sh", "-c",
+                    "echo attached-shell; exec sh")
+    terminal.append(term)
+    term.wait_for(b"attached-shell\r\n")
+    term.type(b"echo typed\r")
+    term.wait_for(b"typed\r\n")
+    before = termios.tcgetattr(term.master)
+    assert not before[3] & termios.ECHO  # kubectl holds the terminal in raw mode
+    term.process.send_signal(signal.SIGTERM)
+    assert term.wait() == 130, term.output
+    assert b"SIGTERM" in term.output
+    # The terminal is given back as it was: line editing and echo on again.
+    after = termios.tcgetattr(term.master)
+    assert after[3] & termios.ECHO and after[3] & termios.ICANON
+    wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be deleted")
