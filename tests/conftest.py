@@ -312,7 +312,10 @@ def namespace(kubesim: Kubesim, request: pytest.FixtureRequest) -> Iterator[str]
     created = kubesim.kubectl("create", "namespace", name)
     assert created.returncode == 0, created.stderr.decode(errors="replace")
     if isinstance(kubesim, Localkube):
-        wait_until(lambda: _service_account_exists(kubesim, name), 30,
+        # The service-account controller makes it; right after an API server restart its
+        # informers are still in their reconnect backoff (up to 30 s in client-go), so the
+        # wait allows for that twice over.
+        wait_until(lambda: _service_account_exists(kubesim, name), 90,
                    f"the default service account of namespace {name}")
     yield name
     left: list[str] = []
