@@ -178,8 +178,14 @@ def ctl(args: argparse.Namespace) -> int:
     verb = args.verb
     if verb == "drop-logs":
         params["afterBytes"] = args.after_bytes
+        params["times"] = args.times
+    elif verb == "drop-watches":
+        params["afterSeconds"] = args.after_seconds
+        params["times"] = args.times
     elif verb == "restart":
         params["down"] = args.down
+        if args.at_delete_of:
+            params["atDeleteOf"] = args.at_delete_of
     elif verb in ("evict", "delete-pod"):
         params["namespace"], params["name"] = _pod_ref(args.pod)
         if verb == "delete-pod":
@@ -225,9 +231,18 @@ def parser() -> argparse.ArgumentParser:
     drop = faults.add_parser("drop-logs", help="cut open log streams")
     drop.add_argument("--after-bytes", type=int, default=None,
                       help="let each stream send N more bytes first")
-    faults.add_parser("drop-watches", help="cut open watches")
+    drop.add_argument("--times", type=int, default=None,
+                      help="standing: cut every stream, now and later, after --after-bytes, "
+                           "this many times per container")
+    watches = faults.add_parser("drop-watches", help="cut open watches")
+    watches.add_argument("--times", type=int, default=None,
+                         help="standing: cut every watch, now and later, --after-seconds after "
+                              "it began, this many times per watcher")
+    watches.add_argument("--after-seconds", type=float, default=None)
     restart = faults.add_parser("restart", help="stop listening for a while, keep state")
     restart.add_argument("--down", type=float, required=True, help="seconds to stay down")
+    restart.add_argument("--at-delete-of", metavar="NAME", default=None,
+                         help="not now: when a DELETE of an object called NAME arrives (503)")
     evict = faults.add_parser("evict", help="evict a pod for node pressure")
     evict.add_argument("pod", help="NAMESPACE/POD")
     delete = faults.add_parser("delete-pod", help="delete a pod as another actor would")
