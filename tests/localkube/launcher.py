@@ -13,9 +13,9 @@
         A scenario file may give the node agent's `images` and kubelet `options` (see
         kubesim's scenario.py); its other keys are for kubesim only and are refused, and the
         kubelet node takes none.
-    build
+    build [--node agent|kubelet]
         Build what is missing and exit (0, or 1 if the build failed); prints what it built
-        and how long it took on stderr.
+        and how long it took on stderr. With the kubelet node, its binaries too.
     ctl --kubeconfig FILE restart --down SECONDS | evict NAMESPACE/POD |
         delete-pod NAMESPACE/POD [--grace-period N] | drop-logs [--after-bytes N]
         Faults by real means: stop the kube-apiserver process (SIGTERM, SIGKILL after a
@@ -413,10 +413,12 @@ def serve(args: argparse.Namespace) -> int:
         say(f"stopped in {time.monotonic() - stopping:.1f}s")
 
 
-def build_only() -> int:
+def build_only(node: str) -> int:
     try:
         if not build.ensure_built(say):
             say(f"{build.RELEASE} is built: {build.bin_dir()}")
+        if node == "kubelet" and not node_build.ensure_built(say):
+            say(f"the kubelet node is built: {node_build.bin_dir()}")
     except build.BuildError as exc:
         print(f"localkube: error: {exc}", file=sys.stderr)
         return 1
@@ -486,10 +488,12 @@ def parser() -> argparse.ArgumentParser:
     serve_p.add_argument("--kubeconfig", required=True, help="where to write the kubeconfig")
     serve_p.add_argument("--port", type=int, default=0, help="API server port (default: free)")
     serve_p.add_argument("--scenario", help="images and options for the node agent")
-    serve_p.add_argument("--node", choices=NODES, default=os.environ.get("LOCALKUBE_NODE")
-                         or "agent", help="the node: kubesim's node agent (default) or the "
-                         "real kubelet with containerd (opt-in; default from LOCALKUBE_NODE)")
-    verbs.add_parser("build", help="build the binaries if they are not cached")
+    build_p = verbs.add_parser("build", help="build the binaries if they are not cached")
+    for command in (serve_p, build_p):
+        command.add_argument("--node", choices=NODES,
+                             default=os.environ.get("LOCALKUBE_NODE") or "agent",
+                             help="the node: kubesim's node agent (default) or the real "
+                             "kubelet with containerd (opt-in; default from LOCALKUBE_NODE)")
     ctl_p = verbs.add_parser("ctl", help="inject a fault into a running cluster")
     ctl_p.add_argument("--kubeconfig", required=True, help="the kubeconfig serve wrote")
     faults = ctl_p.add_subparsers(dest="verb", required=True)
@@ -511,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         return serve(args)
     if args.command == "build":
-        return build_only()
+        return build_only(args.node)
     return ctl(args)
 
 
