@@ -27,7 +27,6 @@ def _config(tmp_path: Path, text: str) -> str:
     return str(path)
 
 
-@pytest.mark.kubesim_only("not yet tried on localkube")
 def test_env_values_reach_the_manifest_and_never_squarepegs_stderr(
         squarepeg: Squarepeg, tmp_path: Path) -> None:
     flag, in_file, bad = _secret(), _secret(), _secret()
@@ -76,7 +75,6 @@ def _argv_of_marked(mark: bytes, skip: set[int]) -> list[bytes]:
     return found
 
 
-@pytest.mark.kubesim_only("not yet tried on localkube")
 def test_no_process_argv_holds_the_manifest_or_a_secret(
         squarepeg: Squarepeg, tmp_path: Path) -> None:
     """The secrets are in squarepeg's own argv (the user typed them there); they and the
