@@ -10,8 +10,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.e2e.conftest import Squarepeg, wait_until
 
 SCAN_SECONDS = 0.01

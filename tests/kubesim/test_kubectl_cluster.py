@@ -161,11 +161,15 @@ def test_dropped_log_stream_ends_kubectl_logs_f_with_unexpected_eof(kubesim: Kub
 
 def test_watch_follows_a_pod_to_completion_and_ends_at_a_drop(kubesim: Kubesim,
                                                               namespace: str) -> None:
-    create(kubesim, namespace, pod("watched", ["sh", "-c", "sleep 0.5"]))
-    watcher = subprocess.Popen(["kubectl", "get", "pod", "watched", "-n", namespace, "-w",
-                                "-o", "json"], env=kubesim.env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE)
+    # The watch first, the pod once it is open: a loaded machine may take longer to start
+    # kubectl than the pod takes to run, and the pod's Running must be seen.
+    open_before = kubesim.stats()["watches"]
+    watcher = subprocess.Popen(["kubectl", "get", "pods", "--field-selector",
+                                "metadata.name=watched", "-n", namespace, "-w", "-o", "json"],
+                               env=kubesim.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
+        wait_until(lambda: kubesim.stats()["watches"] > open_before, 60, "the watch to open")
+        create(kubesim, namespace, pod("watched", ["sh", "-c", "sleep 0.5"]))
         wait_phase(kubesim, namespace, "watched", "Succeeded")
         wait_until(lambda: json.loads(kubesim.ctl("drop-watches"))["dropped"] >= 1 or None,
                    10, "a watch to drop")
