@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Squarepeg, names, wait_until
+from kubectl_squarepeg import sweep
+from tests.e2e.conftest import Squarepeg, age_the_finish, names, wait_until
 
 SLEEPER = ("alpine", "sh", "-c", "echo ready; sleep 120")
 
@@ -195,6 +196,9 @@ def test_sigkill_leaves_the_pod_and_no_kubectl_and_a_later_run_sweeps_it(
         ).stdout == b"Succeeded",
         30, "the orphan to finish",
     )
+    # As if it had finished a while ago: no sweep takes a pod that finished less than
+    # sweep.FINISHED_FLOOR_SECONDS ago, whatever orphan_sweep_min_age says.
+    age_the_finish(kubesim, namespace, "pod/killed", sweep.FINISHED_FLOOR_SECONDS + 60)
     config = tmp_path / "sweep-fast.yaml"
     config.write_text("orphan_sweep_min_age: 1\n")
     later = None

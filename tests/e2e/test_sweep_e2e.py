@@ -1,7 +1,9 @@
 """The orphan sweep end to end: what it deletes, what it never touches, and what it costs.
 
 Orphans are made the way a crashed run leaves them: Pods and Jobs carrying squarepeg's
-labels, created straight through kubectl, left to finish or to get stuck.
+labels, created straight through kubectl, left to finish or to get stuck. The finished ones
+are then made to look older than the sweep's floor (`age_the_finish`), which no
+`orphan_sweep_min_age` lowers.
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.conftest import Squarepeg, counting_kubectl, names, wait_until
+from kubectl_squarepeg import sweep
+from tests.e2e.conftest import Squarepeg, age_the_finish, counting_kubectl, names, wait_until
 
 USER = "tester"
+# How much earlier the finished orphans are made to have finished: past the sweep's floor.
+PAST_THE_FLOOR = sweep.FINISHED_FLOOR_SECONDS + 60
 LABELS = {"app.kubernetes.io/managed-by": "squarepeg", "squarepeg.io/created-by": USER}
 
 
@@ -106,6 +111,9 @@ def make_the_orphans(kubesim: Any, namespace: str) -> None:
                "{.status.conditions[*].type}"), 30, "job-complete")
     wait_until(lambda: (p := job_pod(kubesim, ns, "job-stuck")) and waiting_reason(
         kubesim, ns, p) in ("ErrImagePull", "ImagePullBackOff"), 30, "job-stuck's pod")
+    for ref in ("pod/finished-ok", "pod/finished-failed", "pod/kept-finished",
+                "pod/someone-elses", "job/job-complete"):
+        age_the_finish(kubesim, ns, ref, PAST_THE_FLOOR)
 
 
 def test_sweep_deletes_both_categories_and_nothing_else(
