@@ -175,3 +175,26 @@ def test_300_orphans_cost_the_same_kubectl_calls_as_3(
         wait_until(lambda: names(cluster, "default") == [], 30, f"{count} orphans gone")
     squarepeg.close()
     assert [len(c) for c in calls] == [2, 2], calls  # one list, one delete, either way
+
+
+def test_at_age_0_a_pod_that_just_finished_waits_for_the_floor_and_sweep_says_so(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path
+) -> None:
+    create(kubesim, namespace, pod("just-finished"))
+    wait_until(lambda: status_of(kubesim, namespace, "pod/just-finished", "{.status.phase}")
+               == "Succeeded", 30, "the orphan to finish")
+    held = squarepeg("sweep", "--config", fast_sweep_config(tmp_path, 0))
+    assert held.code == 0, held.stderr
+    assert held.has_line("no orphaned resources old enough to sweep"), held.lines
+    assert held.has_line(
+        f"left 1 finished resource that finished less than {sweep.FINISHED_FLOOR_SECONDS:g}s "
+        "ago, the sweep's floor whatever orphan_sweep_min_age (0s) says"), held.lines
+    assert not held.has_line("younger than orphan_sweep_min_age"), held.lines
+    assert names(kubesim, namespace) == ["pod/just-finished"]
+
+    age_the_finish(kubesim, namespace, "pod/just-finished", PAST_THE_FLOOR)
+    swept = squarepeg("sweep", "--config", fast_sweep_config(tmp_path, 0))
+    assert swept.code == 0, swept.stderr
+    assert swept.has_line("deleted pod/just-finished (finished: Succeeded 4m ago)"), swept.lines
+    assert not swept.has_line("floor"), swept.lines
+    wait_until(lambda: names(kubesim, namespace) == [], 30, "the orphan to go")
