@@ -52,12 +52,7 @@ def _remember_signal(signum: int, frame: FrameType | None) -> None:
     _early_signal.append(signum)
 
 
-_MAIN_PID = os.getpid()
-
-
 def _raise_signal(signum: int, frame: FrameType | None) -> None:
-    if os.getpid() != _MAIN_PID:
-        return  # a child forked to exec kubectl, still running Python: not ours to act on
     if _early_signal:
         return  # the first one is being acted on: squarepeg is on its way out
     _early_signal.append(signum)

@@ -125,7 +125,6 @@ class TwoStageInterrupt:
         self._shields = 0
         self._redelivering = False
         self._installed = False
-        self._pid = os.getpid()
         self._previous: dict[int, object] = {}
 
     @property
@@ -145,7 +144,6 @@ class TwoStageInterrupt:
         """Take over SIGINT and SIGTERM; False (and nothing done) outside the main thread."""
         if threading.current_thread() is not threading.main_thread():
             return False
-        self._pid = os.getpid()
         for signum in SIGNALS:
             self._previous[signum] = signal.signal(signum, self._handle)
         self._installed = True
@@ -178,11 +176,6 @@ class TwoStageInterrupt:
     # --- the handler ----------------------------------------------------------------
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if os.getpid() != self._pid:
-            # A child forked to exec kubectl (sh forks, and runs Python until it execs) got
-            # the terminal's Ctrl-C before it left our process group: not ours to act on,
-            # or the warning is printed twice.
-            return
         if self._redelivering:
             self._redelivering = False
             self._raise_if_clear(signum, frame)

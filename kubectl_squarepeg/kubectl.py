@@ -26,6 +26,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import shutil
@@ -107,31 +108,62 @@ class Result(NamedTuple):
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent_hook() -> Callable[[], None] | None:
-    """A pre-exec hook asking Linux to SIGTERM the child when squarepeg's thread dies.
+# The signals that mean "stop" to squarepeg. A child holds them blocked from the fork
+# until its pre-exec hook has decided what each means to it (_child_hook).
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
-    `terminate_all` covers every exit squarepeg lives through; this covers the one it does
-    not (kill -9), which would otherwise leave a `kubectl get -w` running forever. The
-    signal goes when the thread that started the child ends, which is why long-lived
-    children are started from the thread that waits for them. None where there is no prctl.
+
+@contextlib.contextmanager
+def _stop_signals_blocked() -> Any:
+    """Block the stop signals in this thread while sh forks, so that the child starts with
+    them blocked: none can run squarepeg's Python handlers in the child before it execs."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _child_hook() -> Callable[[], None]:
+    """The pre-exec hook, run in the forked child after sh made it a session of its own.
+
+    A Ctrl-C or hangup that reached the child while it was still in squarepeg's process
+    group was squarepeg's to act on (the parent got it too): ignoring a signal discards it
+    if pending, and sh's `_bg` wants SIGHUP ignored anyway. A SIGTERM stays pending and, at
+    its default, ends the child as soon as it is unblocked: it came from `terminate_all`.
+    Then, on Linux, the parent-death signal: `terminate_all` covers every exit squarepeg
+    lives through; this covers the one it does not (kill -9), which would otherwise leave
+    a `kubectl get -w` running forever. It goes when the thread that started the child
+    ends, which is why long-lived children are started from the thread that waits for them.
     """
+    prctl = _prctl()
+    parent = os.getpid()
+
+    def hook() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+            if os.getppid() != parent:  # squarepeg died before the request took effect
+                os._exit(1)
+
+    return hook
+
+
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    """libc's prctl, where there is one (Linux)."""
     if not sys.platform.startswith("linux"):
         return None
     import ctypes
 
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        prctl = libc.prctl
+        return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
         return None
-    parent = os.getpid()
-
-    def hook() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-        if os.getppid() != parent:  # squarepeg died before the request took effect
-            os._exit(1)
-
-    return hook
 
 
 def switched_off(optimization: str) -> bool:
@@ -436,11 +468,10 @@ def start(
         options["_out"] = stdout_fd
     else:
         options["_out_bufsize"] = 65536  # read at the end: big reads, no line splitting
-    hook = _die_with_parent_hook()
-    if hook is not None:
-        options["_preexec_fn"] = hook
+    options["_preexec_fn"] = _child_hook()
     try:
-        command = _door(_kubectl_path())(*argv, **options)
+        with _stop_signals_blocked():
+            command = _door(_kubectl_path())(*argv, **options)
     except BaseException as exc:
         if reader is not None:
             reader.abandon()

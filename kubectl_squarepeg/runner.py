@@ -58,6 +58,9 @@ ATTACH_DRAIN_SECONDS = 10.0
 # How long the exit path waits for the orphan sweep that rode along with the run.
 SWEEP_JOIN_SECONDS = 60.0
 DELETE_SECONDS = 60.0
+# A delete that could not reach the API server (it is restarting, a proxy dropped the
+# connection) is tried again for this long: `--ignore-not-found` makes a repeat harmless.
+DELETE_RETRY_SECONDS = 30.0
 
 
 class Follower(Protocol):
@@ -82,6 +85,9 @@ _UNREACHABLE = (
     "dial tcp",
     "couldn't get current server api group list",
     "did not answer within",
+    "tls handshake timeout",
+    "connection reset by peer",
+    "serviceunavailable",  # kubectl's `Error from server (ServiceUnavailable)`: shutting down
 )
 
 
@@ -90,6 +96,12 @@ _UNREACHABLE = (
 _REFUSED = ("connect: connection refused", "was refused - did you specify the right host")
 CREATE_RETRY_SECONDS = 30.0
 CREATE_RETRY_FIRST_PAUSE, CREATE_RETRY_MAX_PAUSE = 0.5, 4.0
+
+
+def unreachable(result: kubectl.Result) -> bool:
+    """Whether a failed kubectl command did not get an answer from the API server."""
+    text = result.stderr.decode("utf-8", "replace").lower()
+    return any(word in text for word in _UNREACHABLE)
 
 
 def refused_before_sending(result: kubectl.Result) -> bool:
@@ -464,9 +476,7 @@ class Run:
     def _delete(self) -> None:
         self.progress.delete_sent = True
         try:
-            result = self._prepared_delete_result() or kubectl.delete(
-                self.target, self.plan.kind, self.plan.name
-            )
+            result = self._prepared_delete_result() or self._delete_until_reached()
         except SquarepegError as exc:
             self.console.warn(f"could not delete {self.resource.ref}: {exc.message}")
             return
@@ -475,6 +485,17 @@ class Run:
                 f"could not delete {self.resource.ref} in namespace {self.namespace}: "
                 f"{result.error_text}; delete it yourself: {self.resource.delete_command()}"
             )
+
+    def _delete_until_reached(self) -> kubectl.Result:
+        """The plain delete, tried again while the API server cannot be reached. The pauses
+        are not shielded: a second Ctrl-C still abandons the cleanup at once."""
+        waited, pause = 0.0, CREATE_RETRY_FIRST_PAUSE
+        while True:
+            result = kubectl.delete(self.target, self.plan.kind, self.plan.name)
+            if result.ok or not unreachable(result) or waited >= DELETE_RETRY_SECONDS:
+                return result
+            time.sleep(pause)
+            waited, pause = waited + pause, min(pause * 2, CREATE_RETRY_MAX_PAUSE)
 
     def _prepared_delete_result(self) -> kubectl.Result | None:
         """The prepared delete, released; None when there is none, or it died waiting."""

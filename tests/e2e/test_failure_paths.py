@@ -87,6 +87,22 @@ def test_an_api_server_down_longer_than_the_reconnects_loses_no_output(
     assert not done.has_line("lost the log stream"), done.lines
 
 
+@pytest.mark.kubesim_only("kubesim's own fault: an API server going down at a DELETE")
+@pytest.mark.parametrize("mode", ["pod", "job"])
+def test_an_api_server_going_down_at_the_delete_still_gets_the_delete(
+    own_cluster: tuple[Any, Squarepeg], mode: str
+) -> None:
+    sim, runner = own_cluster
+    name = f"at-delete-{mode}"
+    sim.ctl("restart", "--down", "3", "--at-delete-of", name)
+    done = runner("run", "--context", sim.context, "--name", name, "--mode", mode,
+                  "alpine", "sh", "-c", "echo hi; exit 7")
+    assert (done.code, done.stdout) == (7, b"hi\n"), done.stderr
+    assert not done.has_line("could not delete"), done.lines
+    assert sim.stats()["restartArmedAtDeleteOf"] is None, "the fault did not fire"
+    wait_until(lambda: names(sim, "default") == [], 30, "the run's resource to be gone")
+
+
 NO_RESUME = """#!/bin/sh
 # The real kubectl, except that a log stream can never be resumed.
 for word in "$@"; do

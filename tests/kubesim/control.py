@@ -5,6 +5,8 @@
     POST /kubesim/drop-watches                   cut every open watch -> {"dropped": n}
     POST /kubesim/restart?down=S                 answer, then stop listening for S seconds
                                                  (streams cut, state kept), listen again
+    POST /kubesim/restart?down=S&atDeleteOf=NAME the same, armed: when a DELETE of an object
+                                                 called NAME arrives (answered 503)
     POST /kubesim/evict?namespace=NS&name=POD    node-pressure eviction (the cluster half)
     POST /kubesim/delete-pod?namespace=NS&name=POD[&gracePeriodSeconds=N]
                                                  a graceful delete, as another actor would
@@ -34,6 +36,8 @@ class Sim(Protocol):
     api: Api
 
     def restart_later(self, down: float) -> None: ...
+
+    def restart_at_delete(self, name: str, down: float) -> None: ...
 
     def evict(self, namespace: str, name: str) -> bool: ...
 
@@ -75,6 +79,10 @@ def handle(sim: Sim, req: Request) -> Reply:
         return Reply.json(200, {"dropped": sim.api.drop_watches()})
     if verb == "restart":
         down = _float(req, "down", 1.0) or 0.0
+        at_delete_of = req.param("atDeleteOf")
+        if at_delete_of:
+            sim.restart_at_delete(at_delete_of, down)
+            return Reply.json(200, {"armed": at_delete_of, "down": down})
         reply = Reply.json(200, {"restarting": True, "down": down})
         reply.after = lambda: sim.restart_later(down)
         return reply

@@ -180,6 +180,8 @@ def ctl(args: argparse.Namespace) -> int:
         params["afterBytes"] = args.after_bytes
     elif verb == "restart":
         params["down"] = args.down
+        if args.at_delete_of:
+            params["atDeleteOf"] = args.at_delete_of
     elif verb in ("evict", "delete-pod"):
         params["namespace"], params["name"] = _pod_ref(args.pod)
         if verb == "delete-pod":
@@ -228,6 +230,8 @@ def parser() -> argparse.ArgumentParser:
     faults.add_parser("drop-watches", help="cut open watches")
     restart = faults.add_parser("restart", help="stop listening for a while, keep state")
     restart.add_argument("--down", type=float, required=True, help="seconds to stay down")
+    restart.add_argument("--at-delete-of", metavar="NAME", default=None,
+                         help="not now: when a DELETE of an object called NAME arrives (503)")
     evict = faults.add_parser("evict", help="evict a pod for node pressure")
     evict.add_argument("pod", help="NAMESPACE/POD")
     delete = faults.add_parser("delete-pod", help="delete a pod as another actor would")

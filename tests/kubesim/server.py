@@ -70,6 +70,7 @@ class KubeSim:
         self._stopped = False
         self._restart_lock = threading.Lock()
         self._restarts: list[threading.Thread] = []
+        self._restart_at_delete: tuple[str, float] | None = None  # (object name, seconds)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -146,6 +147,24 @@ class KubeSim:
         self._restarts.append(thread)
         thread.start()
 
+    def restart_at_delete(self, name: str, down: float) -> None:
+        """Arm the fault: the next DELETE of an object called `name` is answered 503, as by
+        an API server shutting down, which then stops listening for `down` seconds."""
+        self._restart_at_delete = (name, down)
+
+    def _armed_restart(self, req: Request) -> Reply | None:
+        armed = self._restart_at_delete
+        if armed is None or req.method != "DELETE":
+            return None
+        route = parse_route(req.path)
+        if route is None or route.name != armed[0] or route.subresource:
+            return None
+        self._restart_at_delete = None
+        reply = Reply.json(503, apierrors.ApiError(
+            503, "ServiceUnavailable", "apiserver is shutting down").status())
+        reply.after = lambda: self.restart_later(armed[1])
+        return reply
+
     def evict(self, namespace: str, name: str) -> bool:
         if self.cluster is None:
             raise apierrors.ApiError(501, "NotImplemented",
@@ -157,7 +176,8 @@ class KubeSim:
         return {"objects": counts, "resourceVersion": self.store.resource_version,
                 "listening": self.transport.listening,
                 "watches": self.api.open_watches(),
-                "cluster": self.cluster is not None}
+                "cluster": self.cluster is not None,
+                "restartArmedAtDeleteOf": (self._restart_at_delete or (None,))[0]}
 
     def _delete_for_housekeeping(self, resource: str, namespace: str, name: str,
                                  options: Obj) -> None:
@@ -198,7 +218,7 @@ class KubeSim:
             if route is not None and route.resource.plural == "pods" and \
                     route.subresource == "attach":
                 return attach.handle(self, req, route)
-        return self.api.handle(req)
+        return self._armed_restart(req) or self.api.handle(req)
 
     def _discovery(self, req: Request, path: str) -> Reply | None:
         accept = req.header("Accept")

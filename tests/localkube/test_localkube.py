@@ -107,13 +107,17 @@ def test_a_restarted_api_server_keeps_the_state(kubesim: Localkube, namespace: s
 
 def test_an_eviction_by_the_node(kubesim: Localkube, namespace: str) -> None:
     _run(kubesim, namespace, "evicted", "sleep 60")
-    wait_until(lambda: _phase(kubesim, namespace, "evicted") == "Running", 30, "Running")
-    kubesim.ctl("evict", f"{namespace}/evicted")
-    wait_until(lambda: _phase(kubesim, namespace, "evicted") == "Failed", 30, "Failed")
-    reason = kubesim.kubectl("get", "pod", "evicted", "-n", namespace, "-o",
-                             "jsonpath={.status.reason}")
-    assert reason.stdout == b"Evicted"
-    kubesim.kubectl("delete", "pod", "evicted", "-n", namespace, "--wait=false")
+    try:
+        # 90 s: run after the restart test, the scheduler's informers may still be in their
+        # reconnect backoff (CI once saw 30 s run out before the pod was even bound).
+        wait_until(lambda: _phase(kubesim, namespace, "evicted") == "Running", 90, "Running")
+        kubesim.ctl("evict", f"{namespace}/evicted")
+        wait_until(lambda: _phase(kubesim, namespace, "evicted") == "Failed", 30, "Failed")
+        reason = kubesim.kubectl("get", "pod", "evicted", "-n", namespace, "-o",
+                                 "jsonpath={.status.reason}")
+        assert reason.stdout == b"Evicted"
+    finally:
+        kubesim.kubectl("delete", "pod", "evicted", "-n", namespace, "--wait=false")
 
 
 def test_a_fault_only_kubesim_makes_is_refused(kubesim: Localkube) -> None:
