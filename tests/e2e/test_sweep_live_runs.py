@@ -35,14 +35,18 @@ RESTART_RUNS = 8
 FINISH_AFTER = 6
 DOWN_SECONDS = 10
 FLOOR_HELD = "the sweep's floor"
+# How `sweep` and a run's sweep say what they deleted.
+SWEPT = ("squarepeg: deleted ", "squarepeg: orphan sweep: deleted ")
 
 
 @dataclass
 class Sweeps:
-    """What the sweepers did: every exit code, and the stderr of those that failed."""
+    """What the sweepers did: every exit code, the stderr of those that failed, and every
+    line that said what a sweep deleted."""
 
     codes: list[int] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
     floor_held: int = 0  # sweeps that left a finished resource because of the floor
 
 
@@ -63,6 +67,7 @@ def sweeping(squarepeg: Squarepeg, config: Path, *, pause_after_failure: float =
             else:
                 done = squarepeg("run", "--config", str(config), "alpine", "true")
             sweeps.codes.append(done.code)
+            sweeps.deleted += [line for line in done.lines if line.startswith(SWEPT)]
             if done.code != 0:
                 sweeps.failures.append(done.stderr)
                 stop.wait(pause_after_failure)
@@ -91,7 +96,8 @@ def assert_exact(finished: list[Finished], first_code: int) -> None:
             f"run {i}: exit {done.code}, stdout {done.stdout!r}\n{done.stderr}")
 
 
-@pytest.mark.kubesim_only("not yet tried on localkube")
+@pytest.mark.kubesim_only("passed on localkube when tried (4 min at load 100); kept out of "
+                         "the localkube phase, whose time budget is tight")
 def test_sweeps_at_min_age_0_never_touch_a_run_in_flight(
         squarepeg: Squarepeg, tmp_path: Path) -> None:
     live = [
@@ -103,6 +109,7 @@ def test_sweeps_at_min_age_0_never_touch_a_run_in_flight(
         finished = [squarepeg.finish(process, timeout=300) for process in live]
     assert len(sweeps.codes) >= SWEEPERS, "the sweepers did not sweep while runs were in flight"
     assert not sweeps.failures, sweeps.failures[:3]
+    assert not sweeps.deleted, sweeps.deleted[:3]  # each run deletes its own pod
     assert_exact(finished, 10)
 
 
@@ -114,7 +121,9 @@ def started(cluster: Any, namespace: str) -> int:
     return sum(phase in ("Running", "Succeeded", "Failed") for phase in phases)
 
 
-@pytest.mark.kubesim_only("not yet tried on localkube")
+@pytest.mark.kubesim_only(
+    "on localkube 1 of 2 tries ended a run 125, its pod deleted during the API server's restart "
+    "by an actor not yet identified (the other try passed, no sweep deleted anything)")
 def test_runs_whose_pods_finish_while_the_api_server_is_down_keep_them_from_sweeps_at_age_0(
         kubesim_factory: Any, tmp_path: Path) -> None:
     cluster = kubesim_factory(None)  # of the test's own: its API server goes down
@@ -133,6 +142,7 @@ def test_runs_whose_pods_finish_while_the_api_server_is_down_keep_them_from_swee
         # The sweepers saw the runs' pods finished while the runs were still in flight, and
         # only the floor kept them.
         assert sweeps.floor_held, (sweeps.codes, sweeps.failures[-3:])
+        assert not sweeps.deleted, sweeps.deleted[:3]
         assert_exact(finished, 20)
     finally:
         squarepeg.close()
