@@ -27,6 +27,17 @@ class Console:
         self._lock = threading.RLock()
         self._progress_shown = False
         self._closed = False
+        self._line_end = "\n"
+
+    def terminal_raw(self, raw: bool) -> None:
+        """The terminal is raw (`run -it` set it so): no output processing turns a line's
+        `\n` into `\r\n` any more, so a line on that terminal ends with both itself."""
+        try:
+            on_terminal = raw and self._out().isatty()
+        except (OSError, ValueError):
+            on_terminal = False
+        with self._lock:
+            self._line_end = "\r\n" if on_terminal else "\n"
 
     def close(self) -> None:
         """No more lines, from any thread: squarepeg is leaving (an abandoned cleanup), and
@@ -46,8 +57,8 @@ class Console:
             pass  # stderr closed: nothing useful left to do with the message
 
     def _write(self, text: str) -> None:
-        line = PREFIX + " ".join(text.split()) + "\n"
         with self._lock:
+            line = PREFIX + " ".join(text.split()) + self._line_end
             if self._closed:
                 return
             self.end_progress()

@@ -429,9 +429,12 @@ class LogFollower:
                 return
             attempt += 1
             if attempt > self._backoff.attempts:
-                if reason is not None and self._suspend(reason):
+                # Clean ends too: the runner may not have seen the container's end yet
+                # (its watch reconnecting after an API server restart), and what is
+                # missing, if anything, is fetched once it has.
+                if self._suspend(reason):
                     return
-                self._give_up(reason or "the stream kept ending before the container did")
+                self._give_up(reason or _KEPT_ENDING)
                 return
             delay = self._backoff.delay(attempt)
             if reason is not None:
@@ -497,18 +500,20 @@ class LogFollower:
             return
         self._written += len(data)
 
-    def _suspend(self, reason: str) -> bool:
+    def _suspend(self, reason: str | None) -> bool:
         """Wait for the container's end before trying again (see the class docstring);
-        False if it has ended already (the attempts were the last chance)."""
+        False if it has ended already (the attempts were the last chance). A stream that
+        only ended cleanly (`reason` None) lost nothing: it waits without a word."""
         with self._lock:
             if self._finished or self._stopped:
                 return False
-            self._suspended = reason
-        self._console.warn(
-            f"the log stream of pod {self._pod} dropped and {self._backoff.attempts} "
-            f"reconnects failed ({reason}); the rest of the output will be fetched once the "
-            "container has ended, before anything is deleted"
-        )
+            self._suspended = reason or _KEPT_ENDING
+        if reason is not None:
+            self._console.warn(
+                f"the log stream of pod {self._pod} dropped and {self._backoff.attempts} "
+                f"reconnects failed ({reason}); the rest of the output will be fetched once "
+                "the container has ended, before anything is deleted"
+            )
         return True
 
     def _give_up(self, reason: str) -> None:
@@ -521,6 +526,9 @@ class LogFollower:
             f"lost the log stream of pod {self._pod} ({reason}); its output may be "
             f"incomplete: see all of it with `{self._logs_command}`"
         )
+
+
+_KEPT_ENDING = "the stream kept ending before the container did"
 
 
 def _is_reader_gone(failure: Exception) -> bool:

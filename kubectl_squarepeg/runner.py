@@ -355,6 +355,7 @@ class Run:
 
             session = terminal.TerminalSession(self._out, self._stdin_fd)
             self._terminal = session
+            self.console.terminal_raw(True)
             self.start_logs(pod, out=session.log_out)
             self._attach = session.start(  # type: ignore[assignment]
                 lambda relay: kubectl.attach_terminal(
@@ -449,6 +450,7 @@ class Run:
         try:
             if self._terminal is not None:
                 self._terminal.close()
+                self.console.terminal_raw(False)
             if self._logs is not None:
                 self._logs.stop()
             if self._watch is not None:

@@ -174,6 +174,9 @@ def kubesim_factory(
         if extra:
             pytest.skip(f"kubesim only: the scenario's {', '.join(extra)} are kubesim's own "
                         "rules (localkube tests make them with real objects)")
+        if scenario and os.environ.get("LOCALKUBE_NODE") == "kubelet":
+            pytest.skip("the node agent's: the scenario's images and options are the node "
+                        "agent's, and this session's node is the real kubelet")
         return Localkube(tmp_path_factory.mktemp("localkube"), scenario)
 
     yield from clusters(make)

@@ -260,6 +260,11 @@ def test_sigterm_during_it_keeps_its_two_stage_meaning(
     term.process.send_signal(signal.SIGTERM)
     assert term.wait() == 130, term.output
     assert b"SIGTERM" in term.output
+    # Written while the terminal was raw (no output processing): each of squarepeg's lines
+    # still ends with a carriage return, so none starts mid-screen.
+    for line in term.output.split(b"\n")[:-1]:
+        if b"squarepeg:" in line:
+            assert line.endswith(b"\r"), term.output
     # The terminal is given back as it was: line editing and echo on again.
     after = termios.tcgetattr(term.master)
     assert after[3] & termios.ECHO and after[3] & termios.ICANON

@@ -1,10 +1,12 @@
 """A short soak in CI: `scripts/soak --runs 40 --parallel 20 --faults` on a kubesim of its
 own: 40 runs of one user, 20 at a time, across two API server restarts, three cuts of every
-log stream, two of every watch and one eviction; every exit code and output byte exact, the
-evicted run 125 naming the eviction, nothing left in the namespace, no process left."""
+run's log stream, two of every run's watch (kubesim's standing faults) and one eviction;
+every exit code and output byte exact, the evicted run 125 naming the eviction, nothing left
+in the namespace, no process left."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,4 +28,6 @@ def test_a_short_soak_with_faults_has_no_failures() -> None:
     assert "failures: 0" in report
     assert "left in namespace: 0; processes outliving the runs: 0" in report
     assert report.count("restart (down") == 2 and "evicted " in report
-    assert report.count("drop-logs (") == 3 and report.count("drop-watches (") == 2
+    # Every run's, the eviction's victim's perhaps aside (its output stops early).
+    assert re.search(r"log streams cut 3 times: (39|40) runs", report), report
+    assert re.search(r"watches cut 2 times: (39|40) runs", report), report

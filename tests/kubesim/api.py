@@ -127,6 +127,10 @@ class Api:
         self.evict = evict
         self._streams_lock = threading.Lock()
         self._watches: set[Watch] = set()
+        # The standing watch fault (cut_each_watch): (after seconds, times per watcher), and
+        # how often each watcher (resource, namespace and selectors) was cut.
+        self._cut_each_watch: tuple[float, int] | None = None
+        self._watch_cuts: dict[tuple[str, ...], int] = {}
 
     # -- entry point ---------------------------------------------------------------------
 
@@ -377,12 +381,26 @@ class Api:
             self._watches.add(watch)
         as_table = tables.wants_table(req.header("Accept"))
         include = req.param("includeObject") or "Metadata"
-        return Stream(200, self._events(watch, initial, seconds, r.plural, as_table, include),
+        watcher = (r.plural, route.namespace or "", req.param("labelSelector") or "",
+                   req.param("fieldSelector") or "")
+        return Stream(200, self._events(watch, initial, seconds, r.plural, as_table, include,
+                                        self._cut_deadline(watcher)),
                       "application/json")
 
+    def _cut_deadline(self, watcher: tuple[str, ...]) -> tuple[float, tuple[str, ...]] | None:
+        """When the standing fault cuts this watch: (monotonic time, watcher), or None."""
+        with self._streams_lock:
+            policy = self._cut_each_watch
+            if policy is None or self._watch_cuts.get(watcher, 0) >= policy[1]:
+                return None
+            return time.monotonic() + policy[0], watcher
+
     def _events(self, watch: Watch, initial: list[Obj], seconds: float, resource: str,
-                as_table: bool, include: str) -> Iterator[bytes]:
+                as_table: bool, include: str,
+                cut: tuple[float, tuple[str, ...]] | None = None) -> Iterator[bytes]:
         deadline = time.monotonic() + seconds
+        if cut is not None:
+            deadline = min(deadline, cut[0])
         first = [True]
 
         def line(kind: str, obj: Obj) -> bytes:
@@ -400,6 +418,10 @@ class Api:
                 yield b"".join(line("ADDED", o) for o in initial)
             while True:
                 remaining = deadline - time.monotonic()
+                if remaining <= 0 and cut is not None and cut[0] <= deadline:
+                    with self._streams_lock:
+                        self._watch_cuts[cut[1]] = self._watch_cuts.get(cut[1], 0) + 1
+                    raise StreamDropped()
                 if remaining <= 0:
                     return
                 item = watch.next_raw(timeout=min(1.0, remaining))
@@ -424,6 +446,22 @@ class Api:
         """Events queued on open watches and not yet sent."""
         with self._streams_lock:
             return sum(w.pending() for w in self._watches)
+
+    def cut_each_watch(self, after_seconds: float, times: int) -> int:
+        """The standing watch fault: from now on, every watch is cut `after_seconds` after it
+        began, until the same watcher (resource, namespace, selectors) has been cut `times`
+        times. Returns how many watchers were cut so far."""
+        with self._streams_lock:
+            self._cut_each_watch = (after_seconds, times) if times > 0 else None
+            return len(self._watch_cuts)
+
+    def watch_cut_counts(self) -> dict[int, int]:
+        """How many watchers were cut how many times (cut_each_watch)."""
+        with self._streams_lock:
+            counts: dict[int, int] = {}
+            for cuts in self._watch_cuts.values():
+                counts[cuts] = counts.get(cuts, 0) + 1
+            return counts
 
     def drop_watches(self) -> int:
         """The fault: cut every open API watch; returns how many were open."""

@@ -2,7 +2,13 @@
 
     POST /kubesim/drop-logs[?afterBytes=N]       cut every open log stream now, or after N
                                                  more bytes each      -> {"dropped": n}
+    POST /kubesim/drop-logs?afterBytes=N&times=K from now on, cut every container's follow
+                                                 streams after N bytes, K times per container
     POST /kubesim/drop-watches                   cut every open watch -> {"dropped": n}
+    POST /kubesim/drop-watches?afterSeconds=S&times=K
+                                                 from now on, cut every watch S s after it
+                                                 began, K times per watcher (resource,
+                                                 namespace, selectors)
     POST /kubesim/restart?down=S                 answer, then stop listening for S seconds
                                                  (streams cut, state kept), listen again
     POST /kubesim/restart?down=S&atDeleteOf=NAME the same, armed: when a DELETE of an object
@@ -13,7 +19,8 @@
     POST /kubesim/seed-pods?namespace=NS&count=N[&labels=a=b,c=d][&prefix=P]
                                                  store N pods no scheduler takes (for scale
                                                  tests), through the create path
-    GET  /kubesim/stats                          object counts, open watches, listening
+    GET  /kubesim/stats                          object counts, open watches, listening,
+                                                 the standing faults' cuts ({times: how many})
 
 Errors are Status objects like the API's. The `Sim` protocol is what this module needs of
 the server (server.KubeSim provides it).
@@ -71,11 +78,19 @@ def handle(sim: Sim, req: Request) -> Reply:
         return Reply.json(200, sim.stats())
     if req.method != "POST":
         raise apierrors.method_not_allowed(req.method, "")
+    times = _float(req, "times", None)
     if verb == "drop-logs":
         after = _float(req, "afterBytes", None)
+        if times is not None:
+            if after is None:
+                raise apierrors.bad_request("times needs afterBytes")
+            return Reply.json(200, {"open": sim.api.logbook.cut_each(int(after), int(times))})
         count = sim.api.logbook.drop_followers(int(after) if after is not None else None)
         return Reply.json(200, {"dropped": count})
     if verb == "drop-watches":
+        if times is not None:
+            after_seconds = _float(req, "afterSeconds", 1.0) or 1.0
+            return Reply.json(200, {"cut": sim.api.cut_each_watch(after_seconds, int(times))})
         return Reply.json(200, {"dropped": sim.api.drop_watches()})
     if verb == "restart":
         down = _float(req, "down", 1.0) or 0.0

@@ -178,6 +178,10 @@ def ctl(args: argparse.Namespace) -> int:
     verb = args.verb
     if verb == "drop-logs":
         params["afterBytes"] = args.after_bytes
+        params["times"] = args.times
+    elif verb == "drop-watches":
+        params["afterSeconds"] = args.after_seconds
+        params["times"] = args.times
     elif verb == "restart":
         params["down"] = args.down
         if args.at_delete_of:
@@ -227,7 +231,14 @@ def parser() -> argparse.ArgumentParser:
     drop = faults.add_parser("drop-logs", help="cut open log streams")
     drop.add_argument("--after-bytes", type=int, default=None,
                       help="let each stream send N more bytes first")
-    faults.add_parser("drop-watches", help="cut open watches")
+    drop.add_argument("--times", type=int, default=None,
+                      help="standing: cut every stream, now and later, after --after-bytes, "
+                           "this many times per container")
+    watches = faults.add_parser("drop-watches", help="cut open watches")
+    watches.add_argument("--times", type=int, default=None,
+                         help="standing: cut every watch, now and later, --after-seconds after "
+                              "it began, this many times per watcher")
+    watches.add_argument("--after-seconds", type=float, default=None)
     restart = faults.add_parser("restart", help="stop listening for a while, keep state")
     restart.add_argument("--down", type=float, required=True, help="seconds to stay down")
     restart.add_argument("--at-delete-of", metavar="NAME", default=None,

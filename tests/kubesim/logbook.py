@@ -11,7 +11,9 @@ gigabytes of bookkeeping. since/tail filters work on logical lines.
 
 Followers wait for new records until the container ends (a clean end of the stream), or the
 `drop_followers` fault cuts them (`LogStreamDropped`: the server closes the connection without
-ending the chunked body, so kubectl prints `error: unexpected EOF`). An idle follower yields
+ending the chunked body, so kubectl prints `error: unexpected EOF`). `cut_each` is the
+standing form of that fault: every container's follow streams, open now or later, are cut
+after so many bytes, until that container's have been cut so many times. An idle follower yields
 b"" about once a second so the server can notice a client that went away.
 """
 
@@ -86,6 +88,7 @@ class _Record:
 class _Follower:
     budget: int | None = None
     dropped: bool = False
+    standing: bool = False  # its budget is cut_each's
 
 
 @dataclass
@@ -93,6 +96,7 @@ class _Stream:
     records: list[_Record] = field(default_factory=list)
     ended: bool = False
     followers: list[_Follower] = field(default_factory=list)
+    cuts: int = 0  # follow streams of this container cut by the standing fault (cut_each)
 
     def moments(self) -> list[datetime]:
         return [r.moment for r in self.records]
@@ -107,6 +111,8 @@ class LogBook:
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
         self._streams: dict[Key, _Stream] = {}
+        self._cut_each: tuple[int, int] | None = None  # (after bytes, times per container)
+        self._cuts_of_removed: list[int] = []  # the cut counts of deleted pods' containers
 
     def _stream(self, key: Key) -> _Stream:
         stream = self._streams.get(key)
@@ -148,7 +154,10 @@ class LogBook:
         """Forget a deleted pod's logs; its followers finish cleanly."""
         with self._cond:
             for key in [k for k in self._streams if k[:2] == (namespace, pod)]:
-                self._streams.pop(key).ended = True
+                stream = self._streams.pop(key)
+                stream.ended = True
+                if stream.cuts:
+                    self._cuts_of_removed.append(stream.cuts)
             self._cond.notify_all()
 
     def close(self) -> None:
@@ -172,6 +181,34 @@ class LogBook:
                         follower.budget = after_bytes
             self._cond.notify_all()
             return count
+
+    def cut_each(self, after_bytes: int, times: int) -> int:
+        """The standing fault: from now on, every follow stream is cut after `after_bytes`
+        bytes, until its container's streams have been cut `times` times (a resumed stream
+        is a new follower of the same container). Returns how many streams were open."""
+        with self._cond:
+            self._cut_each = (after_bytes, times) if after_bytes > 0 and times > 0 else None
+            count = 0
+            for stream in self._streams.values():
+                for follower in stream.followers:
+                    count += 1
+                    self._arm(stream, follower)
+            return count
+
+    def _arm(self, stream: _Stream, follower: _Follower) -> None:
+        policy = self._cut_each
+        if policy is not None and follower.budget is None and stream.cuts < policy[1]:
+            follower.budget = policy[0]
+            follower.standing = True
+
+    def cut_counts(self) -> dict[int, int]:
+        """How many containers had their follow streams cut how many times (cut_each)."""
+        with self._cond:
+            counts: dict[int, int] = {}
+            live = [stream.cuts for stream in self._streams.values() if stream.cuts]
+            for cuts in live + self._cuts_of_removed:
+                counts[cuts] = counts.get(cuts, 0) + 1
+            return counts
 
     def follower_count(self) -> int:
         """How many follow streams are open."""
@@ -201,6 +238,7 @@ class LogBook:
             follower = _Follower()
             if follow:
                 stream.followers.append(follower)
+                self._arm(stream, follower)
         try:
             yield from self._deliver(stream, start, follower, follow, timestamps)
         finally:
@@ -263,6 +301,8 @@ class LogBook:
                 if budget is not None and len(chunk) >= budget:
                     follower.dropped = True
                     chunk = chunk[:budget]
+                    if follower.standing:
+                        stream.cuts += 1
                 elif budget is not None:
                     follower.budget = budget - len(chunk)
                 more = index < len(stream.records)

@@ -177,7 +177,9 @@ class KubeSim:
                 "listening": self.transport.listening,
                 "watches": self.api.open_watches(),
                 "cluster": self.cluster is not None,
-                "restartArmedAtDeleteOf": (self._restart_at_delete or (None,))[0]}
+                "restartArmedAtDeleteOf": (self._restart_at_delete or (None,))[0],
+                "logCuts": {str(k): v for k, v in self.logbook.cut_counts().items()},
+                "watchCuts": {str(k): v for k, v in self.api.watch_cut_counts().items()}}
 
     def _delete_for_housekeeping(self, resource: str, namespace: str, name: str,
                                  options: Obj) -> None:

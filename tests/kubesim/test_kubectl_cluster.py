@@ -295,3 +295,42 @@ def test_fifty_pods_run_at_once(kubesim: Kubesim, namespace: str) -> None:
     wait_until(lambda: running() == 50, 120, "50 pods Running")
     assert running() == 50
     ok(kubesim.kubectl("delete", "pods", "--all", "-n", namespace, "--wait=false"))
+
+
+def _follow_once(sim: Kubesim, name: str, seconds: float) -> tuple[int | None, bytes]:
+    """`kubectl logs -f` for at most `seconds`: (its exit code or None if still going, stderr)."""
+    follower = subprocess.Popen(["kubectl", "logs", "-f", name, "-n", "default"], env=sim.env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _, err = follower.communicate(timeout=seconds)
+        return follower.returncode, err
+    except subprocess.TimeoutExpired:
+        return None, b""
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.communicate()
+
+
+def test_standing_faults_cut_each_log_stream_and_watch_so_many_times(
+        kubesim_factory: Any) -> None:
+    sim = kubesim_factory(None)
+    create(sim, "default", pod("chatty", ["sh", "-c", "while true; do echo tick; sleep 0.05; "
+                                                      "done"]))
+    try:
+        wait_phase(sim, "default", "chatty", "Running")
+        json.loads(sim.ctl("drop-logs", "--after-bytes", "20", "--times", "2"))
+        for _ in range(2):  # each new stream of the container is cut after 20 bytes...
+            code, err = _follow_once(sim, "chatty", 30)
+            assert (code, err.decode().strip()) == (1, "error: unexpected EOF")
+        assert _follow_once(sim, "chatty", 1.5)[0] is None  # ...until it was cut twice
+        json.loads(sim.ctl("drop-watches", "--after-seconds", "0.3", "--times", "1"))
+        for cuts in ({"1": 1}, {"1": 1}):  # the second watch ends at its own timeout
+            subprocess.run(["kubectl", "get", "pod", "chatty", "-n", "default", "-w", "-o",
+                            "name", "--request-timeout=2s"], env=sim.env,
+                           capture_output=True, timeout=30)
+            assert sim.stats()["watchCuts"] == cuts
+        assert sim.stats()["logCuts"] == {"2": 1}
+    finally:
+        ok(sim.kubectl("delete", "pod", "chatty", "-n", "default", "--wait=false",
+                       "--grace-period=1"))

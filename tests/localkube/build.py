@@ -28,7 +28,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 RELEASE = "v1.34.4"
@@ -36,6 +36,10 @@ ETCD_VERSION = "v3.6.16"
 GOBUILD = Path(__file__).resolve().parent / "gobuild"
 KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 BINARIES = ("etcd", *KUBE_COMMANDS)
+STAMP = ".source-hash"
+
+# One step of a build: what it builds, and how, given the staging directory and the log file.
+Step = tuple[str, Callable[[Path, Path], None]]
 
 
 class BuildError(RuntimeError):
@@ -60,14 +64,15 @@ def source_hash() -> str:
     return digest.hexdigest()[:16]
 
 
-def _stamp() -> Path:
-    return bin_dir() / ".source-hash"
+def is_current(directory: Path, names: Iterable[str], digest: str) -> bool:
+    """Every binary of `names` in `directory`, built from sources whose hash is `digest`."""
+    stamp = directory / STAMP
+    return (all(os.access(directory / name, os.X_OK) for name in names)
+            and stamp.is_file() and stamp.read_text().strip() == digest)
 
 
 def is_built() -> bool:
-    directory = bin_dir()
-    return (all(os.access(directory / name, os.X_OK) for name in BINARIES)
-            and _stamp().is_file() and _stamp().read_text().strip() == source_hash())
+    return is_current(bin_dir(), BINARIES, source_hash())
 
 
 def version_ldflags(release: str = RELEASE) -> str:
@@ -80,52 +85,71 @@ def version_ldflags(release: str = RELEASE) -> str:
     return " ".join(flags)
 
 
-def _go_build(module: Path, packages: list[str], out: Path, ldflags: str,
-              log_file: Path) -> None:
-    go = shutil.which("go")
-    if go is None:
-        raise BuildError("localkube needs Go (1.24 or newer) on PATH to build the control plane")
-    env = {**os.environ, "GOFLAGS": "-buildvcs=false"}
-    argv = ["nice", "-n", "19", go, "build", "-trimpath", "-ldflags", ldflags, "-o", str(out),
-            *packages]
+def run_logged(argv: list[str], cwd: Path, log_file: Path, what: str,
+               env: dict[str, str] | None = None) -> None:
+    """Run `argv` at `nice -n 19` in `cwd`, its output appended to `log_file`; BuildError
+    naming `what` and showing the log's end if it fails."""
+    full = ["nice", "-n", "19", *argv]
     with log_file.open("ab") as handle:
-        handle.write(f"$ (cd {module} && {' '.join(argv)})\n".encode())
+        handle.write(f"$ (cd {cwd} && {' '.join(full)})\n".encode())
         handle.flush()
-        done = subprocess.run(argv, cwd=module, env=env, stdout=handle, stderr=handle,
-                              stdin=subprocess.DEVNULL)
+        done = subprocess.run(full, cwd=cwd, env={**os.environ, **(env or {})}, stdout=handle,
+                              stderr=handle, stdin=subprocess.DEVNULL)
     if done.returncode != 0:
         tail = log_file.read_text(errors="replace").splitlines()[-15:]
-        raise BuildError(f"go build in {module} failed (exit {done.returncode}); the last "
+        raise BuildError(f"{what} in {cwd} failed (exit {done.returncode}); the last "
                          f"lines of {log_file}:\n" + "\n".join(tail))
 
 
-def ensure_built(log: Callable[[str], None]) -> bool:
-    """Build what is missing; True if something was built."""
-    if is_built():
-        return False
-    target = bin_dir()
+def go_command() -> str:
+    go = shutil.which("go")
+    if go is None:
+        raise BuildError("localkube needs Go (1.24 or newer) on PATH to build the control plane")
+    return go
+
+
+def go_build(module: Path, packages: list[str], out: Path, ldflags: str,
+             log_file: Path) -> None:
+    run_logged([go_command(), "build", "-trimpath", "-ldflags", ldflags, "-o", str(out),
+                *packages], module, log_file, "go build", {"GOFLAGS": "-buildvcs=false"})
+
+
+def build_staged(target: Path, digest: str, steps: list[Step], log: Callable[[str], None],
+                 log_name: str) -> None:
+    """Run each (what, build(staging, log_file)) step into a fresh directory beside `target`
+    and put it in `target`'s place, stamped with `digest`, only when every step succeeded."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix="bin-", dir=target.parent))
-    log_file = target.parent / "build.log"
+    staging = Path(tempfile.mkdtemp(prefix=f"{target.name}-", dir=target.parent))
+    log_file = target.parent / log_name
     log_file.write_bytes(b"")
     began = time.monotonic()
     try:
-        log(f"building kube-apiserver, kube-controller-manager and kube-scheduler {RELEASE} "
-            f"from the Go module proxy (first time only; log: {log_file})")
-        step = time.monotonic()
-        _go_build(GOBUILD / "kube", [f"k8s.io/kubernetes/cmd/{c}" for c in KUBE_COMMANDS],
-                  staging, version_ldflags(), log_file)
-        log(f"built the Kubernetes control plane in {time.monotonic() - step:.0f}s")
-        step = time.monotonic()
-        log(f"building etcd {ETCD_VERSION}")
-        _go_build(GOBUILD / "etcd", ["go.etcd.io/etcd/server/v3"], staging / "etcd", "-s -w",
-                  log_file)
-        log(f"built etcd in {time.monotonic() - step:.0f}s")
-        (staging / ".source-hash").write_text(source_hash() + "\n")
+        for what, step in steps:
+            log(f"building {what} (first time only; log: {log_file})")
+            step_began = time.monotonic()
+            step(staging, log_file)
+            log(f"built {what} in {time.monotonic() - step_began:.0f}s")
+        (staging / STAMP).write_text(digest + "\n")
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     log(f"build finished in {time.monotonic() - began:.0f}s; binaries in {target}")
+
+
+def ensure_built(log: Callable[[str], None]) -> bool:
+    """Build what is missing; True if something was built."""
+    if is_built():
+        return False
+    kube = [f"k8s.io/kubernetes/cmd/{c}" for c in KUBE_COMMANDS]
+    build_staged(bin_dir(), source_hash(), [
+        (f"kube-apiserver, kube-controller-manager and kube-scheduler {RELEASE} from the Go "
+         "module proxy",
+         lambda staging, log_file: go_build(GOBUILD / "kube", kube, staging,
+                                            version_ldflags(), log_file)),
+        (f"etcd {ETCD_VERSION}",
+         lambda staging, log_file: go_build(GOBUILD / "etcd", ["go.etcd.io/etcd/server/v3"],
+                                            staging / "etcd", "-s -w", log_file)),
+    ], log, "build.log")
     return True

@@ -1,18 +1,21 @@
 """The command line of localkube (`scripts/localkube`).
 
-    serve --kubeconfig FILE [--port N] [--scenario FILE]
+    serve --kubeconfig FILE [--port N] [--scenario FILE] [--node agent|kubelet]
         Build what is missing (build.py), start etcd, kube-apiserver,
-        kube-controller-manager, kube-scheduler and the node agent in a state directory of
-        its own, write FILE (context `localkube`, namespace `default`, the admin token, the
-        CA), and print exactly one line on stdout once a pod can run:
+        kube-controller-manager, kube-scheduler and the node (the node agent, or with
+        `--node kubelet` or LOCALKUBE_NODE=kubelet the real kubelet with containerd: opt-in,
+        kubelet_node.py) in a state directory of its own, write FILE (context `localkube`,
+        namespace `default`, the admin token, the CA), and print exactly one line on stdout
+        once a pod can run:
         `localkube: ready on https://127.0.0.1:PORT (kubeconfig FILE)`. Progress and timings
         go to stderr. Runs until SIGTERM or Ctrl-C, then stops every process it started,
         removes its state directory and exits 0 (1 if it could not start, 2 on bad usage).
-        A scenario file may give the node's `images` and kubelet `options` (see kubesim's
-        scenario.py); its other keys are for kubesim only and are refused.
-    build
+        A scenario file may give the node agent's `images` and kubelet `options` (see
+        kubesim's scenario.py); its other keys are for kubesim only and are refused, and the
+        kubelet node takes none.
+    build [--node agent|kubelet]
         Build what is missing and exit (0, or 1 if the build failed); prints what it built
-        and how long it took on stderr.
+        and how long it took on stderr. With the kubelet node, its binaries too.
     ctl --kubeconfig FILE restart --down SECONDS | evict NAMESPACE/POD |
         delete-pod NAMESPACE/POD [--grace-period N] | drop-logs [--after-bytes N]
         Faults by real means: stop the kube-apiserver process (SIGTERM, SIGKILL after a
@@ -35,6 +38,7 @@ import argparse
 import base64
 import contextlib
 import json
+import os
 import queue
 import shutil
 import signal
@@ -52,11 +56,13 @@ import yaml
 
 from tests.kubesim.launcher import write_kubeconfig
 from tests.kubesim.scenario import ScenarioError, load_scenario
-from tests.localkube import build, pki
+from tests.localkube import build, node_build, pki
 from tests.localkube.agent import NODE_NAME, NodeAgent
 from tests.localkube.apiclient import ApiClient, ApiError, ApiUnavailable
+from tests.localkube.kubelet_node import KubeletNode
 from tests.localkube.processes import (
     SERVICE_IP,
+    Component,
     Interrupted,
     Layout,
     StartError,
@@ -73,6 +79,7 @@ TEARDOWN_SECONDS = 2.0
 RESTART_GRACE_SECONDS = 1.0
 CANARY = "localkube-canary"
 EXTENSION = "localkube"
+NODES = ("agent", "kubelet")
 
 
 def say(message: str) -> None:
@@ -98,7 +105,7 @@ class ControlRequest:
 class Cluster:
     """Every process and thread of one running localkube."""
 
-    def __init__(self, layout: Layout, scenario_path: str | None) -> None:
+    def __init__(self, layout: Layout, scenario_path: str | None, node: str = "agent") -> None:
         self.layout = layout
         self.scenario = load_scenario(scenario_path)
         self.stop_requested = threading.Event()
@@ -114,7 +121,16 @@ class Cluster:
                                    layout.pki.scheduler)
         self.controller_manager = controller_manager(layout, kcm_config)
         self.scheduler = scheduler(layout, scheduler_config)
-        self.agent = NodeAgent(self.api, self.scenario, build.RELEASE)
+        self.agent: NodeAgent | None = None
+        self.kubelet_node: KubeletNode | None = None
+        if node == "kubelet":
+            kubelet_config = layout.state / "kubelet.kubeconfig"
+            write_component_kubeconfig(kubelet_config, layout.server, layout.pki,
+                                       layout.pki.admin)
+            self.kubelet_node = KubeletNode(layout.state / "node", kubelet_config, layout.log,
+                                            NODE_NAME)
+        else:
+            self.agent = NodeAgent(self.api, self.scenario, build.RELEASE)
         self.requests: queue.Queue[ControlRequest] = queue.Queue()
         self.control_path = layout.state / "control.sock"
         self._control: socketserver.UnixStreamServer | None = None
@@ -149,8 +165,13 @@ class Cluster:
         wait_for(self._readyz, 90, "kube-apiserver /readyz", self.apiserver, self._stopping)
         self.controller_manager.start()
         self.scheduler.start()
-        self.agent.start()
         self._agent_started = True
+        if self.agent is not None:
+            self.agent.start()
+        if self.kubelet_node is not None:
+            self.kubelet_node.start(self._stopping)
+            wait_for(self._node_ready, 90, f"node {NODE_NAME} to be Ready",
+                     self.kubelet_node.kubelet, self._stopping)
         for namespace in ("default", "kube-system"):
             wait_for(lambda ns=namespace: self._exists(  # type: ignore[misc]
                 f"/api/v1/namespaces/{ns}/serviceaccounts/default"), 60,
@@ -158,6 +179,17 @@ class Cluster:
                 self.controller_manager, self._stopping)
         self._canary()
         self._serve_control()
+
+    def _node_ready(self) -> bool:
+        try:
+            node = self.api.request("GET", f"/api/v1/nodes/{NODE_NAME}")
+        except (ApiError, ApiUnavailable):
+            return False
+        return any(c.get("type") == "Ready" and c.get("status") == "True"
+                   for c in (node.get("status") or {}).get("conditions") or [])
+
+    def node_components(self) -> tuple[Component, ...]:
+        return () if self.kubelet_node is None else self.kubelet_node.components()
 
     def _canary(self) -> None:
         """Run one pod through scheduler, node agent and API: proof that a pod can run."""
@@ -202,7 +234,10 @@ class Cluster:
 
     def control(self, verb: str, args: dict[str, Any]) -> dict[str, Any]:
         """Run on a control connection's thread; process work goes to the main thread."""
-        if verb == "evict":
+        if verb in ("evict", "drop-logs") and self.agent is None:
+            return {"error": f"{verb}: a fault of the node agent; this cluster's node is the "
+                             "real kubelet"}
+        if verb == "evict" and self.agent is not None:
             namespace, name = str(args["namespace"]), str(args["name"])
             if not self.agent.evict(namespace, name):
                 return {"error": f'pods "{name}" not found in {namespace}'}
@@ -217,7 +252,7 @@ class Cluster:
             except ApiError as exc:
                 return {"error": exc.message}
             return {"deleted": f"{namespace}/{name}"}
-        if verb == "drop-logs":
+        if verb == "drop-logs" and self.agent is not None:
             after = args.get("afterBytes")
             return {"dropped": self.agent.logbook.drop_followers(
                 None if after is None else int(after))}
@@ -263,7 +298,7 @@ class Cluster:
                 self._restart_apiserver(request)
                 continue
             for component in (self.etcd, self.apiserver, self.controller_manager,
-                              self.scheduler):
+                              self.scheduler, *self.node_components()):
                 if not component.running() and not self._restarting:
                     return component.name
         return None
@@ -272,8 +307,10 @@ class Cluster:
         if self._control is not None:
             self._control.shutdown()
             self._control.server_close()
-        if self._agent_started:
+        if self._agent_started and self.agent is not None:
             self.agent.stop()
+        if self.kubelet_node is not None:
+            self.kubelet_node.stop()
         # The state is thrown away: no component needs a graceful end, and the API server's
         # would take seconds (it drains its watches first).
         for component in (self.scheduler, self.controller_manager, self.apiserver, self.etcd):
@@ -313,6 +350,11 @@ def serve(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if args.node == "kubelet" and args.scenario is not None:
+        print("localkube: error: the kubelet node takes no scenario (its images are alpine "
+              "and busybox in its local registry); drop --scenario or use --node agent",
+              file=sys.stderr)
+        return 2
     try:
         _check_scenario(args.scenario)
     except (OSError, ScenarioError, yaml.YAMLError) as exc:
@@ -322,6 +364,8 @@ def serve(args: argparse.Namespace) -> int:
     began = time.monotonic()
     try:
         built = build.ensure_built(say)
+        if args.node == "kubelet":
+            built = node_build.ensure_built(say) or built
     except build.BuildError as exc:
         print(f"localkube: error: {exc}", file=sys.stderr)
         return 1
@@ -335,7 +379,7 @@ def serve(args: argparse.Namespace) -> int:
         layout = Layout(state=state, bin=build.bin_dir(),
                         pki=pki.create(state / "pki", SERVICE_IP), apiserver_port=port,
                         etcd_port=free_port(), etcd_peer_port=free_port())
-        cluster = Cluster(layout, args.scenario)
+        cluster = Cluster(layout, args.scenario, args.node)
         cluster.stop_requested = stop
         started = time.monotonic()
         try:
@@ -347,13 +391,15 @@ def serve(args: argparse.Namespace) -> int:
             return 1
         kubeconfig = Path(args.kubeconfig).resolve()
         write_kubeconfig(kubeconfig, admin_kubeconfig(layout, cluster.control_path))
-        say(f"Kubernetes {build.RELEASE} started in {time.monotonic() - started:.1f}s"
+        say(f"Kubernetes {build.RELEASE} ({'kubelet' if args.node == 'kubelet' else 'node agent'})"
+            f" started in {time.monotonic() - started:.1f}s"
             + (f" (build {build_seconds:.0f}s)" if built else "") + f"; state in {state}")
         print(f"localkube: ready on {layout.server} (kubeconfig {kubeconfig})", flush=True)
         died = cluster.run_until_stopped()
         if died is not None:
             component = next(c for c in (cluster.etcd, cluster.apiserver,
-                                         cluster.controller_manager, cluster.scheduler)
+                                         cluster.controller_manager, cluster.scheduler,
+                                         *cluster.node_components())
                              if c.name == died)
             print(f"localkube: error: {died} exited; the end of its log:\n{component.tail()}",
                   file=sys.stderr)
@@ -367,10 +413,12 @@ def serve(args: argparse.Namespace) -> int:
         say(f"stopped in {time.monotonic() - stopping:.1f}s")
 
 
-def build_only() -> int:
+def build_only(node: str) -> int:
     try:
         if not build.ensure_built(say):
             say(f"{build.RELEASE} is built: {build.bin_dir()}")
+        if node == "kubelet" and not node_build.ensure_built(say):
+            say(f"the kubelet node is built: {node_build.bin_dir()}")
     except build.BuildError as exc:
         print(f"localkube: error: {exc}", file=sys.stderr)
         return 1
@@ -440,7 +488,12 @@ def parser() -> argparse.ArgumentParser:
     serve_p.add_argument("--kubeconfig", required=True, help="where to write the kubeconfig")
     serve_p.add_argument("--port", type=int, default=0, help="API server port (default: free)")
     serve_p.add_argument("--scenario", help="images and options for the node agent")
-    verbs.add_parser("build", help="build the binaries if they are not cached")
+    build_p = verbs.add_parser("build", help="build the binaries if they are not cached")
+    for command in (serve_p, build_p):
+        command.add_argument("--node", choices=NODES,
+                             default=os.environ.get("LOCALKUBE_NODE") or "agent",
+                             help="the node: kubesim's node agent (default) or the real "
+                             "kubelet with containerd (opt-in; default from LOCALKUBE_NODE)")
     ctl_p = verbs.add_parser("ctl", help="inject a fault into a running cluster")
     ctl_p.add_argument("--kubeconfig", required=True, help="the kubeconfig serve wrote")
     faults = ctl_p.add_subparsers(dest="verb", required=True)
@@ -462,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         return serve(args)
     if args.command == "build":
-        return build_only()
+        return build_only(args.node)
     return ctl(args)
 
 

@@ -427,6 +427,23 @@ def test_a_clean_end_before_the_container_ended_is_resumed() -> None:
     assert fake.calls[1] == [*BASE, "--since-time=2026-12-02T19:00:01Z"]
 
 
+def test_clean_ends_that_use_up_the_attempts_wait_quietly_for_the_end() -> None:
+    # Seen on a real API server restarting under load: the resumed streams kept ending
+    # cleanly (nothing was lost) while the runner's watch had not seen the end yet.
+    data = render(SAMPLE)
+    cut = data.index(b"binary")
+    rest = render(SAMPLE, "2026-12-02T19:00:01Z")
+    scripts = [Script([data[:cut]], 0)] + [Script([], 0) for _ in range(5)]
+    scripts += [Script([rest], 0)]
+    logs, fake, out, err = follower(scripts)
+    logs.start()
+    assert logs.join(5.0) is True  # suspended: waits for the container's end
+    assert len(fake.calls) == 6 and err.getvalue() == ""
+    assert logs.finish(5.0) is True
+    assert out.getvalue() == content(SAMPLE)
+    assert (logs.gave_up, logs.error, err.getvalue()) == (False, None, "")
+
+
 def test_stop_ends_the_stream_without_complaint() -> None:
     logs, fake, out, err = follower([Script([render(SAMPLE[:2])], None)])
     logs.start()

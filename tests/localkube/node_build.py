@@ -1,0 +1,111 @@
+"""The binaries of the kubelet node (opt-in, `serve --node kubelet`): kubelet, containerd,
+runc, the CNI plugins, a registry and the pause program, cached beside the control plane's.
+
+Owns their pinned versions and how they are built. The kubelet comes from the control
+plane's own module (`gobuild/kube`, RELEASE, the same version `-ldflags`); the others are
+modules without `replace` directives, so `go install MODULE/CMD@VERSION` builds them with
+their own go.sum checks and no module file of ours. runc is cgo and built with the `seccomp`
+tag (it needs libseccomp-dev); the pause program is C of our own (`node/pause.c`), linked
+statically. The images need Debian's `busybox-static` (checked here, used by kubelet_node).
+Everything goes to `$XDG_CACHE_HOME/kubectl-squarepeg/localkube/RELEASE/node-bin` with a
+stamp of the pins; builds run at `nice -n 19` and say what they build and how long it took.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import struct
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.localkube import build
+
+CONTAINERD = ("github.com/containerd/containerd/v2", "v2.2.9")
+RUNC = ("github.com/opencontainers/runc", "v1.4.2")
+CNI_PLUGINS = ("github.com/containernetworking/plugins", "v1.9.1")
+CRANE = ("github.com/google/go-containerregistry", "v0.22.1")
+PAUSE_SOURCE = Path(__file__).resolve().parent / "node" / "pause.c"
+BUSYBOX = Path("/bin/busybox")
+BINARIES = ("kubelet", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "loopback",
+            "bridge", "host-local", "crane", "pause")
+
+
+def bin_dir(release: str = build.RELEASE) -> Path:
+    return build.cache_root() / release / "node-bin"
+
+
+def pins_hash() -> str:
+    digest = hashlib.sha256()
+    digest.update(repr((build.RELEASE, CONTAINERD, RUNC, CNI_PLUGINS, CRANE)).encode())
+    digest.update(PAUSE_SOURCE.read_bytes())
+    digest.update(build.source_hash().encode())
+    return digest.hexdigest()[:16]
+
+
+def is_built() -> bool:
+    return build.is_current(bin_dir(), BINARIES, pins_hash())
+
+
+def is_static_elf(data: bytes) -> bool:
+    """True for a 64-bit little-endian ELF without a program interpreter (PT_INTERP)."""
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return False
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    return all(struct.unpack_from("<I", data, phoff + i * phentsize)[0] != 3
+               for i in range(phnum))
+
+
+def check_prerequisites() -> None:
+    """The node's needs beyond Go, each with how to get it."""
+    if shutil.which("gcc") is None or shutil.which("pkg-config") is None:
+        raise build.BuildError("the kubelet node needs gcc and pkg-config (runc is cgo): "
+                               "apt-get install gcc pkg-config")
+    if not (Path("/usr/include/seccomp.h").exists()):
+        raise build.BuildError("the kubelet node needs libseccomp's headers for runc: "
+                               "apt-get install libseccomp-dev")
+    if not (BUSYBOX.exists() and is_static_elf(BUSYBOX.read_bytes())):
+        raise build.BuildError(f"the kubelet node's images need a static {BUSYBOX}: "
+                               "apt-get install busybox-static")
+
+
+def _go_install(packages: list[str], target: Path, ldflags: str, log_file: Path,
+                tags: str = "") -> None:
+    argv = [build.go_command(), "install", "-trimpath", "-ldflags", ldflags]
+    argv += ["-tags", tags] if tags else []
+    build.run_logged([*argv, *packages], target, log_file, "go install",
+                     {"GOFLAGS": "-buildvcs=false", "GOBIN": str(target)})
+
+
+def ensure_built(log: Callable[[str], None]) -> bool:
+    """Build what is missing; True if something was built."""
+    if is_built():
+        return False
+    check_prerequisites()
+    containerd, containerd_version = CONTAINERD
+    runc, runc_version = RUNC
+    plugins, plugins_version = CNI_PLUGINS
+    crane, crane_version = CRANE
+    build.build_staged(bin_dir(), pins_hash(), [
+        (f"kubelet {build.RELEASE}", lambda staging, log_file: build.go_build(
+            build.GOBUILD / "kube", ["k8s.io/kubernetes/cmd/kubelet"], staging / "kubelet",
+            build.version_ldflags(), log_file)),
+        (f"runc {runc_version}", lambda staging, log_file: _go_install(
+            [f"{runc}@{runc_version}"], staging,
+            f"-s -w -X main.version={runc_version.lstrip('v')}", log_file, tags="seccomp")),
+        (f"containerd {containerd_version}", lambda staging, log_file: _go_install(
+            [f"{containerd}/cmd/{c}@{containerd_version}"
+             for c in ("containerd", "containerd-shim-runc-v2", "ctr")], staging,
+            f"-s -w -X {containerd}/version.Version={containerd_version}", log_file)),
+        (f"CNI plugins {plugins_version}", lambda staging, log_file: _go_install(
+            [f"{plugins}/plugins/{p}@{plugins_version}"
+             for p in ("main/loopback", "main/bridge", "ipam/host-local")], staging,
+            "-s -w", log_file)),
+        (f"crane {crane_version} (the registry)", lambda staging, log_file: _go_install(
+            [f"{crane}/cmd/crane@{crane_version}"], staging, "-s -w", log_file)),
+        ("pause", lambda staging, log_file: build.run_logged(
+            ["gcc", "-O2", "-static", "-o", str(staging / "pause"), str(PAUSE_SOURCE)],
+            staging, log_file, "gcc")),
+    ], log, "node-build.log")
+    return True

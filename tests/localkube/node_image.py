@@ -1,0 +1,137 @@
+"""The images of the kubelet node, made on the machine: OCI image layouts, no registry needed.
+
+Owns the bytes only (no processes): `busybox_image` packs a static busybox (Debian's
+`busybox-static`) with a symlink per applet, `/etc/passwd`, `/etc/group` and a 1777 `/tmp`
+into a one-layer image whose default command is `sh` (it stands in for `alpine` and
+`busybox`); `pause_image` packs the sandbox's pause program. `write_layout` writes an image
+as an OCI image layout directory (what `crane push DIR REF` reads) and `layout_tar` as a tar
+of one (what `ctr images import` reads). Layers and archives carry no timestamps, so the same
+inputs give the same digests.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+DIRECTORIES = ("bin", "sbin", "usr", "usr/bin", "usr/sbin", "etc", "root", "proc", "sys",
+               "dev", "var", "home")
+PASSWD = "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n"
+GROUP = "root:x:0:\nnobody:x:65534:\n"
+MANIFEST_TYPE = "application/vnd.oci.image.manifest.v1+json"
+
+
+@dataclass(frozen=True)
+class Image:
+    """One image: its blobs by digest, and the manifest's digest and size."""
+
+    blobs: dict[str, bytes]
+    manifest_digest: str
+    manifest_size: int
+
+
+def _digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _add_file(tar: tarfile.TarFile, name: str, data: bytes, mode: int) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode = len(data), mode
+    tar.addfile(info, io.BytesIO(data))
+
+
+def _add_directory(tar: tarfile.TarFile, name: str, mode: int) -> None:
+    info = tarfile.TarInfo(name)
+    info.type, info.mode = tarfile.DIRTYPE, mode
+    tar.addfile(info)
+
+
+def busybox_layer(busybox: bytes, applets: list[str]) -> bytes:
+    """An uncompressed layer: /bin/busybox and `applets` (paths like `usr/bin/wc`) linked to it."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for directory in DIRECTORIES:
+            _add_directory(tar, directory, 0o755)
+        _add_directory(tar, "tmp", 0o1777)
+        _add_file(tar, "bin/busybox", busybox, 0o755)
+        for applet in sorted(set(applets) - {"bin/busybox"}):
+            info = tarfile.TarInfo(applet)
+            info.type, info.linkname = tarfile.SYMTYPE, "/bin/busybox"
+            tar.addfile(info)
+        _add_file(tar, "etc/passwd", PASSWD.encode(), 0o644)
+        _add_file(tar, "etc/group", GROUP.encode(), 0o644)
+    return buffer.getvalue()
+
+
+def single_file_layer(name: str, data: bytes) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        _add_file(tar, name, data, 0o755)
+    return buffer.getvalue()
+
+
+def image(layer: bytes, config: dict[str, object]) -> Image:
+    """A linux/amd64 image of one layer and the given runtime config (Cmd, Entrypoint, Env)."""
+    compressed = gzip.compress(layer, mtime=0)
+    config_blob = json.dumps({
+        "architecture": "amd64", "os": "linux", "created": "1970-01-01T00:00:00Z",
+        "config": config, "rootfs": {"type": "layers", "diff_ids": [_digest(layer)]},
+    }, sort_keys=True).encode()
+    manifest = json.dumps({
+        "schemaVersion": 2, "mediaType": MANIFEST_TYPE,
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                   "digest": _digest(config_blob), "size": len(config_blob)},
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
+                    "digest": _digest(compressed), "size": len(compressed)}],
+    }, sort_keys=True).encode()
+    blobs = {_digest(blob): blob for blob in (config_blob, compressed, manifest)}
+    return Image(blobs, _digest(manifest), len(manifest))
+
+
+def busybox_image(busybox: bytes, applets: list[str]) -> Image:
+    return image(busybox_layer(busybox, applets),
+                 {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
+                  "Cmd": ["/bin/sh"]})
+
+
+def pause_image(pause: bytes) -> Image:
+    return image(single_file_layer("pause", pause), {"Entrypoint": ["/pause"]})
+
+
+def _index(img: Image, reference: str | None) -> bytes:
+    descriptor: dict[str, object] = {"mediaType": MANIFEST_TYPE, "digest": img.manifest_digest,
+                                     "size": img.manifest_size}
+    if reference is not None:
+        descriptor["annotations"] = {"io.containerd.image.name": reference,
+                                     "org.opencontainers.image.ref.name":
+                                         reference.rsplit(":", 1)[1]}
+    return json.dumps({"schemaVersion": 2, "manifests": [descriptor],
+                       "mediaType": "application/vnd.oci.image.index.v1+json"}).encode()
+
+
+def layout_files(img: Image, reference: str | None = None) -> dict[str, bytes]:
+    """The files of an OCI image layout holding `img` (named `reference`, if given)."""
+    files = {"oci-layout": b'{"imageLayoutVersion":"1.0.0"}', "index.json": _index(img, reference)}
+    for digest, blob in img.blobs.items():
+        files["blobs/sha256/" + digest.removeprefix("sha256:")] = blob
+    return files
+
+
+def write_layout(img: Image, directory: Path) -> None:
+    for name, data in layout_files(img).items():
+        path = directory / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
+def layout_tar(img: Image, reference: str) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in layout_files(img, reference).items():
+            _add_file(tar, name, data, 0o644)
+    return buffer.getvalue()
