@@ -21,7 +21,13 @@ from typing import Any
 import pytest
 
 from kubectl_squarepeg import sweep
-from tests.e2e.conftest import Squarepeg, age_the_finish, names, wait_until
+from tests.e2e.conftest import (
+    Squarepeg,
+    age_the_finish,
+    names,
+    skip_where_the_kubelet_owns_pod_status,
+    wait_until,
+)
 
 SLEEPER = ("alpine", "sh", "-c", "echo ready; sleep 120")
 
@@ -178,6 +184,7 @@ def kubectl_children_of(kubeconfig: str) -> list[int]:
 def test_sigkill_leaves_the_pod_and_no_kubectl_and_a_later_run_sweeps_it(
     squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path
 ) -> None:
+    skip_where_the_kubelet_owns_pod_status(kubesim)
     out = tmp_path / "stdout"
     with out.open("wb") as handle:
         process = squarepeg.start(

@@ -15,7 +15,14 @@ from typing import Any
 import yaml
 
 from kubectl_squarepeg import sweep
-from tests.e2e.conftest import Squarepeg, age_the_finish, counting_kubectl, names, wait_until
+from tests.e2e.conftest import (
+    Squarepeg,
+    age_the_finish,
+    counting_kubectl,
+    names,
+    skip_where_the_kubelet_owns_pod_status,
+    wait_until,
+)
 
 USER = "tester"
 # How much earlier the finished orphans are made to have finished: past the sweep's floor.
@@ -85,6 +92,7 @@ def fast_sweep_config(tmp_path: Path, min_age: int = 1) -> str:
 
 
 def make_the_orphans(kubesim: Any, namespace: str) -> None:
+    skip_where_the_kubelet_owns_pod_status(kubesim)
     create(
         kubesim, namespace,
         pod("finished-ok"),
@@ -180,6 +188,7 @@ def test_300_orphans_cost_the_same_kubectl_calls_as_3(
 def test_at_age_0_a_pod_that_just_finished_waits_for_the_floor_and_sweep_says_so(
     squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path
 ) -> None:
+    skip_where_the_kubelet_owns_pod_status(kubesim)
     create(kubesim, namespace, pod("just-finished"))
     wait_until(lambda: status_of(kubesim, namespace, "pod/just-finished", "{.status.phase}")
                == "Succeeded", 30, "the orphan to finish")
