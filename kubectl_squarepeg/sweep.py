@@ -9,6 +9,9 @@ Owns two things, kept apart:
   older than the minimum age since that pod was created). Anything else (Running, Pending
   without a fail-fast reason, Unknown, terminating) is never an orphan at any age; a pod with
   an owner (a Job's) is never deleted directly; the run's own resource is never a candidate.
+  A finished resource is never taken before FINISHED_FLOOR_SECONDS since it finished,
+  whatever `orphan_sweep_min_age` says (`required_age`): until then a run of the user's may
+  still be reading its exit code and output. Stuck resources have no floor (see there).
 - the best-effort execution: one `kubectl get pods,jobs -l SELECTOR -o json` (the selector
   scopes it server-side to the user's own, unkept resources), then one collection delete per
   kind (`kubectl delete --raw`, selecting the orphans by their unique run-id label, so one
@@ -46,6 +49,28 @@ RUN_ID_LABEL = "squarepeg.io/run-id"
 FINISHED: Final = "finished"
 STUCK: Final = "stuck"
 Category = Literal["finished", "stuck"]
+
+# The sweep never takes a finished Pod or Job younger than this since it finished, whatever
+# orphan_sweep_min_age says: it may be the resource of a run still in flight, which needs it
+# after its container ended. That run may learn of the end only when its watch is back from
+# a cut (watch.RETRY_WINDOW_SECONDS, 60 s, plus one pause of at most 3 s): a sweep deleting
+# the pod before that turns the exit code into 125 ("deleted before its container
+# finished"). Then its log stream gets runner.LOG_DRAIN_SECONDS (30 s) to deliver the rest,
+# twice when its reconnects had been used up (logs.LogFollower.finish), and a reconnect
+# finds nothing once the pod is gone; a run that could not read everything then labels the
+# pod to keep it (one kubectl call). That is 123 s and a call; the rest, to 180 s, is for
+# the clock of the machine that sweeps running ahead of the node's that wrote finishedAt,
+# and for a loaded machine. Below the default orphan_sweep_min_age (300 s), so only a lower
+# configured age meets it. tests/unit/test_sweep.py checks it still covers those constants.
+FINISHED_FLOOR_SECONDS: Final = 180.0
+# Stuck resources have no floor. A run whose pod is stuck decides on the watch event that
+# shows the fail-fast reason, which arrives before the event of a deletion, and quotes the
+# pod's events, which outlive the pod; nothing of its container's was ever there to lose,
+# and its exit code is 125 either way. What a sweep at a low age can change is one message:
+# a run whose watch is cut in the second its pod gets stuck, and whose pod is swept before
+# the watch is back, says its pod "was deleted" instead of naming the ErrImagePull. And a
+# floor could not measure the right thing: how long a pod has been stuck is nowhere in its
+# status (the age is since it was created, which includes its pull).
 
 # Well under Linux's per-call argument limit (ARG_MAX is usually 2 MiB, shared with the
 # environment); names are at most 63 characters, so one call takes about 1,500 resources.
@@ -144,18 +169,17 @@ def _stuck_pod(pod: Mapping[str, Any], now: datetime) -> tuple[str, float] | Non
     return reason, age
 
 
-def _pod_orphan(pod: Mapping[str, Any], now: datetime, min_age: float) -> Orphan | None:
+def _pod_candidate(pod: Mapping[str, Any], now: datetime) -> Orphan | None:
+    """A finished (with a known finish time) or stuck bare Pod, whatever its age."""
     name = str(_meta(pod).get("name", ""))
     phase = podstate.phase(pod)
     if phase in ("Succeeded", "Failed"):
         age = _age(podstate.finished_at(pod), now)
-        if age is not None and age >= min_age:
-            return Orphan("Pod", name, FINISHED, phase, age, _run_id(pod))
-        return None
+        return None if age is None else Orphan("Pod", name, FINISHED, phase, age, _run_id(pod))
     stuck = _stuck_pod(pod, now)
-    if stuck is not None and stuck[1] >= min_age:
-        return Orphan("Pod", name, STUCK, stuck[0], stuck[1], _run_id(pod))
-    return None
+    if stuck is None:
+        return None
+    return Orphan("Pod", name, STUCK, stuck[0], stuck[1], _run_id(pod))
 
 
 _LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
@@ -171,36 +195,41 @@ def _owner_uids(pod: Mapping[str, Any]) -> set[str]:
     return {str(ref.get("uid")) for ref in refs if isinstance(ref, Mapping)}
 
 
-def _job_orphan(
-    job: Mapping[str, Any], children: Sequence[Mapping[str, Any]], now: datetime, min_age: float
+def _job_candidate(
+    job: Mapping[str, Any], children: Sequence[Mapping[str, Any]], now: datetime
 ) -> Orphan | None:
+    """A finished (with a known finish time) or stuck Job, whatever its age."""
     name = str(_meta(job).get("name", ""))
     condition = podstate.job_finished_condition(job)
     if condition is not None:
         reason, finished = condition
         age = _age(finished, now)
-        if age is not None and age >= min_age:
-            return Orphan("Job", name, FINISHED, reason, age, _run_id(job))
-        return None
+        return None if age is None else Orphan("Job", name, FINISHED, reason, age, _run_id(job))
     # backoffLimit 0 never records a failure while the only pod retries its pull: judge the
-    # Job by that pod.
-    for child in children:
-        stuck = _stuck_pod(child, now)
-        if stuck is not None and stuck[1] >= min_age:
-            return Orphan("Job", name, STUCK, stuck[0], stuck[1], _run_id(job))
-    return None
+    # Job by that pod (by the oldest, should there be more).
+    stuck = [found for child in children if (found := _stuck_pod(child, now)) is not None]
+    if not stuck:
+        return None
+    reason, age = max(stuck, key=lambda found: found[1])
+    return Orphan("Job", name, STUCK, reason, age, _run_id(job))
 
 
-def select_orphans(
+def required_age(category: Category, min_age: float) -> float:
+    """How old an orphan of `category` must be to be swept: `min_age` (orphan_sweep_min_age),
+    and for a finished one at least FINISHED_FLOOR_SECONDS."""
+    return max(min_age, FINISHED_FLOOR_SECONDS) if category == FINISHED else min_age
+
+
+def find_candidates(
     items: Iterable[Mapping[str, Any]],
     *,
     created_by: str,
     now: datetime,
-    min_age: float,
     exclude_uid: str | None = None,
     exclude_name: str | None = None,
 ) -> list[Orphan]:
-    """The orphans among listed Pods and Jobs, Jobs first, each kind in listing order.
+    """Every finished or stuck resource among listed Pods and Jobs, whatever its age: Jobs
+    first, each kind in listing order. `select_orphans` keeps those old enough.
 
     `exclude_uid`/`exclude_name` name the run's own resource (its uid when known, else its
     name), which is never a candidate, whatever state it is in.
@@ -226,16 +255,48 @@ def select_orphans(
         for uid in uids:
             owned.setdefault(uid, []).append(pod)
 
-    orphans: list[Orphan] = []
+    candidates: list[Orphan] = []
     for job in jobs:
-        found = _job_orphan(job, owned.get(str(_meta(job).get("uid")), []), now, min_age)
+        found = _job_candidate(job, owned.get(str(_meta(job).get("uid")), []), now)
         if found is not None:
-            orphans.append(found)
+            candidates.append(found)
     for pod in bare:
-        found = _pod_orphan(pod, now, min_age)
+        found = _pod_candidate(pod, now)
         if found is not None:
-            orphans.append(found)
-    return _unshared_run_ids(orphans, [*jobs, *pods])
+            candidates.append(found)
+    return _unshared_run_ids(candidates, [*jobs, *pods])
+
+
+def select_orphans(
+    items: Iterable[Mapping[str, Any]],
+    *,
+    created_by: str,
+    now: datetime,
+    min_age: float,
+    exclude_uid: str | None = None,
+    exclude_name: str | None = None,
+) -> list[Orphan]:
+    """The orphans among listed Pods and Jobs: the candidates (`find_candidates`) that are
+    old enough (`required_age`)."""
+    candidates = find_candidates(
+        items, created_by=created_by, now=now, exclude_uid=exclude_uid, exclude_name=exclude_name
+    )
+    return judge_ages(candidates, min_age).orphans
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The candidates, sorted by their age: what is swept, and why the rest is not."""
+
+    orphans: list[Orphan]  # old enough
+    young: int  # younger than orphan_sweep_min_age
+    below_floor: int  # old enough for it, but finished less than FINISHED_FLOOR_SECONDS ago
+
+
+def judge_ages(candidates: Sequence[Orphan], min_age: float) -> Judged:
+    orphans = [c for c in candidates if c.age_seconds >= required_age(c.category, min_age)]
+    young = sum(c.age_seconds < min_age for c in candidates)
+    return Judged(orphans, young, len(candidates) - len(orphans) - young)
 
 
 def _unshared_run_ids(
@@ -374,6 +435,9 @@ class SweepResult:
     kubectl_calls: int
     # Finished or stuck resources left alone because they are younger than the minimum age.
     young: int = 0
+    # Finished resources old enough for the minimum age, left alone because they finished
+    # less than FINISHED_FLOOR_SECONDS ago.
+    below_floor: int = 0
 
 
 def _list(target: kubectl.Target, created_by: str) -> tuple[list[dict[str, Any]], str | None]:
@@ -408,23 +472,18 @@ def run_sweep(
     """List, select, delete (unless `dry_run`). Raises only what kubectl.run raises."""
     items, problem = _list(target, created_by)
     problems = [problem] if problem else []
-    moment = now or datetime.now(timezone.utc)
-
-    def select(age: float) -> list[Orphan]:
-        return select_orphans(
-            items,
-            created_by=created_by,
-            now=moment,
-            min_age=age,
-            exclude_uid=exclude_uid,
-            exclude_name=exclude_name,
-        )
-
-    orphans = select(min_age)
-    young = len(select(0)) - len(orphans) if min_age > 0 else 0
+    candidates = find_candidates(
+        items,
+        created_by=created_by,
+        now=now or datetime.now(timezone.utc),
+        exclude_uid=exclude_uid,
+        exclude_name=exclude_name,
+    )
+    judged = judge_ages(candidates, min_age)
+    orphans, young, below_floor = judged.orphans, judged.young, judged.below_floor
     calls = 1
     if dry_run or not orphans:
-        return SweepResult(orphans, [], problems, calls, young)
+        return SweepResult(orphans, [], problems, calls, young, below_floor)
     gone: set[str] = set()
     pending = plan_deletes(orphans, namespace=target.namespace or "default", created_by=created_by)
     while pending:
@@ -441,7 +500,7 @@ def run_sweep(
         else:
             problems.append(f"could not delete every orphan: {result.error_text}")
     deleted = [o for o in orphans if o.ref in gone]
-    return SweepResult(orphans, deleted, problems, calls, young)
+    return SweepResult(orphans, deleted, problems, calls, young, below_floor)
 
 
 def _summary(deleted: Sequence[Orphan]) -> str:
@@ -532,13 +591,15 @@ def sweep_now(
     if listed:
         done = "would be deleted" if dry_run else "deleted"
         what = f"{len(listed)} orphaned {noun} {done}"
-    elif result.young:
+    elif result.young or result.below_floor:
         what = "no orphaned resources old enough to sweep"
     else:
         what = f"no orphaned resources of {created_by}"
     console.status(f"{what} in namespace {target.namespace}")
     if result.young:
         console.status(_young_summary(result.young, min_age))
+    if result.below_floor:
+        console.status(_below_floor_summary(result.below_floor, min_age))
     return 0
 
 
@@ -548,4 +609,13 @@ def _young_summary(young: int, min_age: float) -> str:
         f"left {young} finished or stuck {noun} younger than orphan_sweep_min_age "
         f"({min_age:g}s): a run may still be using them; they are swept once older "
         "(a config file's orphan_sweep_min_age sets the age)"
+    )
+
+
+def _below_floor_summary(count: int, min_age: float) -> str:
+    noun = "resource" if count == 1 else "resources"
+    return (
+        f"left {count} finished {noun} that finished less than {FINISHED_FLOOR_SECONDS:g}s "
+        f"ago, the sweep's floor whatever orphan_sweep_min_age ({min_age:g}s) says: a run "
+        "may still be reading its exit code and output; they are swept once older"
     )

@@ -20,7 +20,14 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Squarepeg, names, wait_until
+from kubectl_squarepeg import sweep
+from tests.e2e.conftest import (
+    Squarepeg,
+    age_the_finish,
+    names,
+    skip_where_the_kubelet_owns_pod_status,
+    wait_until,
+)
 
 SLEEPER = ("alpine", "sh", "-c", "echo ready; sleep 120")
 
@@ -177,6 +184,7 @@ def kubectl_children_of(kubeconfig: str) -> list[int]:
 def test_sigkill_leaves_the_pod_and_no_kubectl_and_a_later_run_sweeps_it(
     squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path
 ) -> None:
+    skip_where_the_kubelet_owns_pod_status(kubesim)
     out = tmp_path / "stdout"
     with out.open("wb") as handle:
         process = squarepeg.start(
@@ -195,6 +203,9 @@ def test_sigkill_leaves_the_pod_and_no_kubectl_and_a_later_run_sweeps_it(
         ).stdout == b"Succeeded",
         30, "the orphan to finish",
     )
+    # As if it had finished a while ago: no sweep takes a pod that finished less than
+    # sweep.FINISHED_FLOOR_SECONDS ago, whatever orphan_sweep_min_age says.
+    age_the_finish(kubesim, namespace, "pod/killed", sweep.FINISHED_FLOOR_SECONDS + 60)
     config = tmp_path / "sweep-fast.yaml"
     config.write_text("orphan_sweep_min_age: 1\n")
     later = None

@@ -1,7 +1,9 @@
 """The orphan sweep end to end: what it deletes, what it never touches, and what it costs.
 
 Orphans are made the way a crashed run leaves them: Pods and Jobs carrying squarepeg's
-labels, created straight through kubectl, left to finish or to get stuck.
+labels, created straight through kubectl, left to finish or to get stuck. The finished ones
+are then made to look older than the sweep's floor (`age_the_finish`), which no
+`orphan_sweep_min_age` lowers.
 """
 
 from __future__ import annotations
@@ -12,9 +14,19 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.conftest import Squarepeg, counting_kubectl, names, wait_until
+from kubectl_squarepeg import sweep
+from tests.e2e.conftest import (
+    Squarepeg,
+    age_the_finish,
+    counting_kubectl,
+    names,
+    skip_where_the_kubelet_owns_pod_status,
+    wait_until,
+)
 
 USER = "tester"
+# How much earlier the finished orphans are made to have finished: past the sweep's floor.
+PAST_THE_FLOOR = sweep.FINISHED_FLOOR_SECONDS + 60
 LABELS = {"app.kubernetes.io/managed-by": "squarepeg", "squarepeg.io/created-by": USER}
 
 
@@ -80,6 +92,7 @@ def fast_sweep_config(tmp_path: Path, min_age: int = 1) -> str:
 
 
 def make_the_orphans(kubesim: Any, namespace: str) -> None:
+    skip_where_the_kubelet_owns_pod_status(kubesim)
     create(
         kubesim, namespace,
         pod("finished-ok"),
@@ -106,6 +119,9 @@ def make_the_orphans(kubesim: Any, namespace: str) -> None:
                "{.status.conditions[*].type}"), 30, "job-complete")
     wait_until(lambda: (p := job_pod(kubesim, ns, "job-stuck")) and waiting_reason(
         kubesim, ns, p) in ("ErrImagePull", "ImagePullBackOff"), 30, "job-stuck's pod")
+    for ref in ("pod/finished-ok", "pod/finished-failed", "pod/kept-finished",
+                "pod/someone-elses", "job/job-complete"):
+        age_the_finish(kubesim, ns, ref, PAST_THE_FLOOR)
 
 
 def test_sweep_deletes_both_categories_and_nothing_else(
@@ -167,3 +183,27 @@ def test_300_orphans_cost_the_same_kubectl_calls_as_3(
         wait_until(lambda: names(cluster, "default") == [], 30, f"{count} orphans gone")
     squarepeg.close()
     assert [len(c) for c in calls] == [2, 2], calls  # one list, one delete, either way
+
+
+def test_at_age_0_a_pod_that_just_finished_waits_for_the_floor_and_sweep_says_so(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path
+) -> None:
+    skip_where_the_kubelet_owns_pod_status(kubesim)
+    create(kubesim, namespace, pod("just-finished"))
+    wait_until(lambda: status_of(kubesim, namespace, "pod/just-finished", "{.status.phase}")
+               == "Succeeded", 30, "the orphan to finish")
+    held = squarepeg("sweep", "--config", fast_sweep_config(tmp_path, 0))
+    assert held.code == 0, held.stderr
+    assert held.has_line("no orphaned resources old enough to sweep"), held.lines
+    assert held.has_line(
+        f"left 1 finished resource that finished less than {sweep.FINISHED_FLOOR_SECONDS:g}s "
+        "ago, the sweep's floor whatever orphan_sweep_min_age (0s) says"), held.lines
+    assert not held.has_line("younger than orphan_sweep_min_age"), held.lines
+    assert names(kubesim, namespace) == ["pod/just-finished"]
+
+    age_the_finish(kubesim, namespace, "pod/just-finished", PAST_THE_FLOOR)
+    swept = squarepeg("sweep", "--config", fast_sweep_config(tmp_path, 0))
+    assert swept.code == 0, swept.stderr
+    assert swept.has_line("deleted pod/just-finished (finished: Succeeded 4m ago)"), swept.lines
+    assert not swept.has_line("floor"), swept.lines
+    wait_until(lambda: names(kubesim, namespace) == [], 30, "the orphan to go")

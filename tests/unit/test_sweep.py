@@ -8,7 +8,7 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from kubectl_squarepeg import podstate, sweep
+from kubectl_squarepeg import config, podstate, runner, sweep, watch
 from kubectl_squarepeg.sweep import Orphan
 
 NOW = datetime(2026, 12, 2, 20, 0, 0, tzinfo=timezone.utc)
@@ -262,6 +262,76 @@ def test_items_without_kind_are_told_apart_by_their_shape() -> None:
         Orphan("Job", "j", "finished", "Failed", 600.0, "run-j"),
         Orphan("Pod", "p", "finished", "Succeeded", 600.0, "run-p"),
     ]
+
+
+# --- the floor under finished resources ---------------------------------------------------
+
+FLOOR = sweep.FINISHED_FLOOR_SECONDS
+
+
+@pytest.mark.parametrize("min_age", [0.0, 1.0, FLOOR - 1])
+def test_below_the_floor_a_finished_resource_is_never_swept_whatever_min_age_says(
+    min_age: float,
+) -> None:
+    just_under = FLOOR - 1
+    assert sweep.select_orphans(
+        [pod("p", "Succeeded", finished=just_under), pod("f", "Failed", finished=0),
+         job("j", condition="Complete", finished=just_under)],
+        created_by=USER, now=NOW, min_age=min_age,
+    ) == []
+
+
+@pytest.mark.parametrize("min_age", [0.0, 1.0])
+def test_at_the_floor_a_finished_resource_is_swept_at_a_lower_min_age(min_age: float) -> None:
+    assert sweep.select_orphans(
+        [pod("p", "Succeeded", finished=FLOOR), job("j", condition="Failed", finished=FLOOR)],
+        created_by=USER, now=NOW, min_age=min_age,
+    ) == [
+        Orphan("Job", "j", "finished", "Failed", FLOOR, "run-j"),
+        Orphan("Pod", "p", "finished", "Succeeded", FLOOR, "run-p"),
+    ]
+
+
+def test_a_min_age_above_the_floor_is_what_counts() -> None:
+    assert sweep.required_age("finished", MIN_AGE) == MIN_AGE > FLOOR
+    assert select(pod("p", "Succeeded", finished=MIN_AGE - 1)) == []
+
+
+def test_stuck_resources_have_no_floor() -> None:
+    # A run whose pod is stuck decided on the event that showed why; its exit code is 125
+    # whoever deletes the pod (sweep.py, next to FINISHED_FLOOR_SECONDS).
+    assert sweep.required_age("stuck", 0.0) == 0.0
+    assert [o.name for o in sweep.select_orphans(
+        [pod("s", "Pending", created=2, waiting="ErrImagePull"),
+         job("j", created=2),
+         pod("j-abcde", "Pending", created=2, waiting="ImagePullBackOff", owner_uid="uid-j")],
+        created_by=USER, now=NOW, min_age=1.0,
+    )] == ["j", "s"]
+
+
+def test_the_floor_covers_what_a_live_run_needs_after_its_container_ended() -> None:
+    # The run learns of the end once its watch is back (a retry window and one pause), then
+    # drains its log stream for up to twice LOG_DRAIN_SECONDS (LogFollower.finish): the floor
+    # must leave room beyond that for clock skew and a loaded machine, and stay under the
+    # default orphan_sweep_min_age so that only a lower configured age meets it.
+    pause = 3.0  # watch.py's longest pause between two attempts
+    needed = watch.RETRY_WINDOW_SECONDS + pause + 2 * runner.LOG_DRAIN_SECONDS
+    assert needed + 30 <= FLOOR < config.DEFAULTS["orphan_sweep_min_age"]
+
+
+def test_judge_ages_tells_young_from_held_by_the_floor() -> None:
+    candidates = sweep.find_candidates(
+        [pod("new", "Succeeded", finished=0),  # younger than min_age
+         pod("recent", "Failed", finished=60),  # old enough for min_age, not for the floor
+         pod("old", "Succeeded", finished=FLOOR + 1),
+         pod("stuck", "Pending", created=60, waiting="ErrImagePull")],
+        created_by=USER, now=NOW,
+    )
+    judged = sweep.judge_ages(candidates, 1.0)
+    assert ([o.name for o in judged.orphans], judged.young, judged.below_floor) == (
+        ["old", "stuck"], 1, 1)
+    everything = sweep.judge_ages(candidates, 0.0)
+    assert (len(everything.orphans), everything.young, everything.below_floor) == (2, 0, 2)
 
 
 # --- the kubectl calls ------------------------------------------------------------------
