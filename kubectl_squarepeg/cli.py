@@ -575,4 +575,4 @@ def complete_main() -> NoReturn:
     """Entry point of `kubectl_complete-squarepeg` (kubectl's plugin completion hook)."""
     from kubectl_squarepeg.completion import complete_main as answer_completion
 
-    answer_completion()
+    answer_completion(cli)

@@ -121,12 +121,11 @@ def render_for_kubectl(completions: Completions) -> str:
     return "\n".join(lines) + "\n"
 
 
-def complete_main(argv: Sequence[str] | None = None) -> NoReturn:
-    """Entry point of `kubectl_complete-squarepeg`: answer one <TAB> and exit 0."""
+def complete_main(cli: click.Command, argv: Sequence[str] | None = None) -> NoReturn:
+    """Body of `kubectl_complete-squarepeg` (cli.complete_main, which hands over its click
+    command): answer one <TAB> about `cli` and exit 0."""
     words = sys.argv[1:] if argv is None else list(argv)
     try:
-        from kubectl_squarepeg.cli import cli
-
         answer = render_for_kubectl(complete_words(cli, words))
     except Exception:
         # Whatever went wrong, a traceback must not land in the user's prompt: tell the

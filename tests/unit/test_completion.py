@@ -170,7 +170,7 @@ def test_an_empty_answer_is_just_the_directive() -> None:
 
 def test_the_helper_prints_its_answer_and_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
-        completion.complete_main(["run", "--dry"])
+        completion.complete_main(cli, ["run", "--dry"])
     assert exited.value.code == 0
     assert capsys.readouterr().out == "--dry-run\tPrint the manifest; create nothing.\n" + (
         "--dry-run-server\tHave the apiserver check the manifest.\n:4\n"
@@ -185,7 +185,7 @@ def test_a_failure_in_the_helper_is_an_error_directive_not_a_traceback(
 
     monkeypatch.setattr(completion, "complete_words", broken)
     with pytest.raises(SystemExit) as exited:
-        completion.complete_main(["run", ""])
+        completion.complete_main(cli, ["run", ""])
     captured = capsys.readouterr()
     assert exited.value.code == 0
     assert captured.out == f":{DIRECTIVE_ERROR}\n"
