@@ -152,6 +152,7 @@ def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
 @_many("-e", "--env", metavar="KEY[=VALUE]", help="Set an environment variable.")
 @_many("--env-file", metavar="FILE", help="Read environment variables from a docker env file.")
 @_many("-l", "--label", metavar="KEY=VALUE", help="Add a label.")
+@_many("--label-file", metavar="FILE", help="Read labels from a file of KEY=VALUE lines.")
 @_many("--annotation", metavar="KEY=VALUE", help="Add an annotation.")
 @click.option("-w", "--workdir", metavar="DIR", help="Working directory inside the container.")
 @click.option("-u", "--user", metavar="UID[:GID]", help="Numeric user (and group) to run as.")
@@ -159,6 +160,9 @@ def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
 @click.option("--cpus", metavar="N", help="CPUs requested and limited, e.g. 0.5 (0: no limit).")
 @click.option(
     "-m", "--memory", metavar="SIZE", help="Memory requested and limited, e.g. 512m (0: no limit)."
+)
+@click.option(
+    "--memory-reservation", metavar="SIZE", help="Memory requested (the soft limit), e.g. 256m."
 )
 @click.option("--gpus", metavar="N", help="Number of nvidia.com/gpu.")
 @click.option("--pull", metavar="always|missing|never", help="Image pull policy.")
@@ -168,6 +172,8 @@ def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
 @click.option("--privileged", is_flag=True, help="Run the container privileged.")
 @_many("--cap-add", metavar="CAP", help="Add a Linux capability.")
 @_many("--cap-drop", metavar="CAP", help="Drop a Linux capability.")
+@_many("--group-add", metavar="GID", help="Add a supplementary group (numeric).")
+@_many("--sysctl", metavar="KEY=VALUE", help="Set a namespaced kernel parameter.")
 @click.option("--read-only", is_flag=True, help="Mount the root filesystem read-only.")
 @_many("--tmpfs", metavar="PATH[:OPTS]", help="Mount an in-memory filesystem (rw, ro, size=SIZE).")
 @click.option("--shm-size", metavar="SIZE", help="Size of /dev/shm.")
@@ -175,6 +181,7 @@ def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
 @_many("--add-host", metavar="HOST:IP", help="Add an /etc/hosts entry.")
 @_many("--dns", metavar="IP", help="Use this nameserver instead of the cluster's.")
 @_many("--dns-search", metavar="DOMAIN", help="Add a DNS search domain.")
+@_many("--dns-option", metavar="OPT[:VALUE]", help="Add a resolv.conf option, e.g. ndots:2.")
 @click.option("--stop-timeout", metavar="SECONDS", help="Grace period before SIGKILL.")
 @click.option("--runtime", metavar="NAME", help="RuntimeClass to run with.")
 @click.option("--rm", is_flag=True, help="Accepted for docker habit: deleting is the default.")

@@ -138,6 +138,7 @@ KEYS: dict[str, _Key] = {
     "entrypoint": _Key("scalar", "a program, like /bin/sh", values.parse_entrypoint),
     "cpus": _Key("scalar", "a number of CPUs like 0.5", values.parse_cpus),
     "memory": _Key("scalar", "a size like 512m or 1g", values.parse_memory),
+    "memory_reservation": _Key("scalar", "a size like 256m", values.parse_memory),
     "gpus": _Key("scalar", "a GPU count like 1", values.parse_gpus),
     "pull": _Key("scalar", "always, missing or never", values.parse_pull),
     "platform": _Key("scalar", "OS[/ARCH[/VARIANT]] like linux/amd64", values.parse_platform),
@@ -151,6 +152,13 @@ KEYS: dict[str, _Key] = {
     "add_host": _Key("list", "a list of HOST:IP strings", values.parse_add_host),
     "dns": _Key("list", "a list of IP addresses", values.parse_dns_ip),
     "dns_search": _Key("list", "a list of domains", values.parse_dns_search),
+    "dns_options": _Key(
+        "list", "a list of resolv.conf options like [ndots:2]", values.parse_dns_option
+    ),
+    "group_add": _Key("list", "a list of numeric group IDs like [1000]", values.parse_group_id),
+    "sysctls": _Key(
+        "list", "a list of KEY=VALUE strings like [net.ipv4.ip_forward=1]", values.parse_sysctl
+    ),
     "stop_timeout": _Key("scalar", "a whole number of seconds", values.parse_nonnegative_int),
     "runtime": _Key("scalar", "a RuntimeClass name", values.validate_subdomain),
     "service_account": _Key("scalar", "a service account name", values.validate_subdomain),
@@ -1025,15 +1033,15 @@ def read_source(source: Source) -> bytes | None:
 
 
 def read_env_file_text(path: str) -> str:
-    """An env file's text (the `read_text` of options.build_run_options): UTF-8, at most
-    MAX_FILE_BYTES, read no further than that (`--env-file /dev/zero` ends at once).
+    """An env or label file's text (the `read_text` of options.build_run_options): UTF-8,
+    at most MAX_FILE_BYTES, read no further than that (`--env-file /dev/zero` ends at once).
     Raises OSError, UnicodeDecodeError, or ValueProblem for a file past the limit."""
     with open(path, "rb") as handle:
         data = handle.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         raise ValueProblem(
-            f"it is larger than {MAX_FILE_BYTES >> 20} MiB; an env file holds KEY=VALUE lines, "
-            "point at the right file"
+            f"it is larger than {MAX_FILE_BYTES >> 20} MiB; an env or label file holds "
+            "KEY=VALUE lines, point at the right file"
         )
     return data.decode("utf-8")
 

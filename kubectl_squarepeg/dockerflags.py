@@ -151,10 +151,10 @@ FLAGS: tuple[DockerFlag, ...] = (
         "replaces the cluster's nameservers as docker's replaces the host's: cluster service "
         "names stop resolving",
     ),
-    _no(
+    _ok(
         "--dns-option",
-        "not mapped yet",
-        "set `dnsConfig.options` under `kubernetes.spec` in a config file",
+        "`spec.dnsConfig.options` (`ndots:2` -> name `ndots`, value `2`; `rotate` -> name only)",
+        "added to the cluster's resolv.conf options; alone it keeps the cluster's `dnsPolicy`",
     ),
     _ok("--dns-search", "`spec.dnsConfig.searches`"),
     _no(
@@ -174,10 +174,10 @@ FLAGS: tuple[DockerFlag, ...] = (
         '`resources.limits["nvidia.com/gpu"]`',
         "a count (`N`, `count=N`) only: `all` and device lists are refused",
     ),
-    _no(
+    _ok(
         "--group-add",
-        "not mapped yet",
-        "set `securityContext.supplementalGroups` under `kubernetes.spec` in a config file",
+        "the pod's `securityContext.supplementalGroups`",
+        "numeric GIDs only: Kubernetes cannot look a group name up in the image",
     ),
     _no("--health-cmd", _HEALTH, _HEALTH_FIX),
     _no("--health-interval", _HEALTH, _HEALTH_FIX),
@@ -213,10 +213,10 @@ FLAGS: tuple[DockerFlag, ...] = (
     _no("--isolation", _WINDOWS, "leave it out"),
     _no("--kernel-memory", "docker itself no longer supports it", "use -m"),
     _ok("-l --label", "`metadata.labels` (`squarepeg.io/*` is reserved)"),
-    _no(
+    _ok(
         "--label-file",
-        "not mapped yet",
-        "pass each label with -l KEY=VALUE, or list them under `labels` in a config file",
+        "`metadata.labels`, from a file of KEY=VALUE lines (blank lines and `#` comments "
+        "skipped; -l wins over it)",
     ),
     _no("--link", _NETWORK, "reach other pods by their Service's DNS name"),
     _no("--link-local-ip", _NETWORK, _NETWORK_FIX),
@@ -228,10 +228,11 @@ FLAGS: tuple[DockerFlag, ...] = (
         "`resources.requests.memory` and `limits.memory` (`512m` -> `512Mi`); `0` means no "
         "limit, as in docker",
     ),
-    _no(
+    _ok(
         "--memory-reservation",
-        "not mapped yet: -m sets the request and the limit together",
-        "use -m, or set `resources.requests.memory` under `kubernetes.spec`",
+        "`resources.requests.memory` (with -m, -m sets only `limits.memory`)",
+        "a request reserves memory for scheduling, it does not reclaim memory under pressure "
+        "as docker's soft limit does; one above -m is refused, as Kubernetes would",
     ),
     _no("--memory-swap", "Kubernetes sets swap per node, not per container", "use -m"),
     _no("--memory-swappiness", "Kubernetes sets swap per node, not per container", "leave it out"),
@@ -306,10 +307,11 @@ FLAGS: tuple[DockerFlag, ...] = (
         "leave it out; `resources.limits.ephemeral-storage` under `kubernetes.spec` limits "
         "scratch space",
     ),
-    _no(
+    _ok(
         "--sysctl",
-        "not mapped yet",
-        "set `securityContext.sysctls` under `kubernetes.spec` in a config file",
+        "the pod's `securityContext.sysctls`",
+        "an unsafe sysctl (outside the kubelet's safe set) runs only where the kubelet allows "
+        "it (`--allowed-unsafe-sysctls`); elsewhere the pod is rejected (SysctlForbidden)",
     ),
     _ok(
         "--tmpfs",

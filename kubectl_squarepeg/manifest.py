@@ -137,6 +137,10 @@ def _resources(o: RunOptions, claim: _Claimer) -> dict[str, Any]:
             claim(
                 param, *((*_MAIN, "resources", kind, resource) for kind in ("requests", "limits"))
             )
+    if o.memory_reservation is not None:
+        # docker's soft limit is Kubernetes' request: the limit (-m) stays as it is.
+        requests["memory"] = quantity(o.memory_reservation)
+        claim("memory_reservation", (*_MAIN, "resources", "requests", "memory"))
     if o.gpus:
         limits[GPU_RESOURCE] = o.gpus
         claim("gpus", (*_MAIN, "resources", "limits", GPU_RESOURCE))
@@ -163,6 +167,21 @@ def _security_context(o: RunOptions, claim: _Claimer) -> dict[str, Any]:
         context["capabilities"] = capabilities
         claim("cap_add", (*sc, "capabilities", "add"))
         claim("cap_drop", (*sc, "capabilities", "drop"))
+    return context
+
+
+def _pod_security_context(o: RunOptions, claim: _Claimer) -> dict[str, Any]:
+    """The pod-level securityContext: --group-add and --sysctl apply to the whole pod."""
+    context: dict[str, Any] = {}
+    if o.group_add:
+        context["supplementalGroups"] = list(o.group_add)
+        claim("group_add", ("spec", "securityContext", "supplementalGroups"))
+    if o.sysctls:
+        context["sysctls"] = [{"name": n, "value": v} for n, v in o.sysctls]
+        # Per sysctl: config passthrough may still set others.
+        claim(
+            "sysctl", *(("spec", "securityContext", "sysctls", f"[name={n}]") for n, _ in o.sysctls)
+        )
     return context
 
 
@@ -286,7 +305,14 @@ def pod_spec(o: RunOptions, claim: _Claimer) -> dict[str, Any]:
     if o.add_host:
         spec["hostAliases"] = _host_aliases(o.add_host)
         claim("add_host", ("spec", "hostAliases"))
-    dns = {k: list(v) for k, v in (("nameservers", o.dns), ("searches", o.dns_search)) if v}
+    dns: dict[str, Any] = {
+        k: list(v) for k, v in (("nameservers", o.dns), ("searches", o.dns_search)) if v
+    }
+    if o.dns_options:
+        # Options alone keep the cluster's dnsPolicy: Kubernetes adds them to its resolv.conf.
+        dns["options"] = [
+            {"name": n} if v is None else {"name": n, "value": v} for n, v in o.dns_options
+        ]
     if o.dns:
         # docker's --dns replaces the host's nameservers; `None` replaces the cluster's.
         spec["dnsPolicy"] = "None"
@@ -295,6 +321,12 @@ def pod_spec(o: RunOptions, claim: _Claimer) -> dict[str, Any]:
         spec["dnsConfig"] = dns
         claim("dns", ("spec", "dnsConfig", "nameservers"))
         claim("dns_search", ("spec", "dnsConfig", "searches"))
+        claim(
+            "dns_option",
+            *(("spec", "dnsConfig", "options", f"[name={n}]") for n, _ in o.dns_options),
+        )
+    if pod_security := _pod_security_context(o, claim):
+        spec["securityContext"] = pod_security
     if selector := _node_selector(o, claim):
         spec["nodeSelector"] = selector
     if o.tolerations:

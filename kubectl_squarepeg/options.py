@@ -2,7 +2,8 @@
 
 Owns how a flag and a config key combine, the parsing of flag values (through values.py,
 naming the flag in every error), and the cross-field checks that need no I/O. Reading an
-`--env-file` goes through the `read_text` seam, so this module itself touches nothing.
+`--env-file` or a `--label-file` goes through the `read_text` seam, so this module itself
+touches nothing.
 
 How the two sources combine (the spec leaves the multi-valued case open; README, Decisions):
 - a single value: the flag when it was given on the command line, else the config value
@@ -36,6 +37,8 @@ CONFIG_KEY = {
     "annotation": "annotations",
     "toleration": "tolerations",
     "image_pull_secret": "image_pull_secrets",
+    "dns_option": "dns_options",
+    "sysctl": "sysctls",
 }
 
 
@@ -70,6 +73,7 @@ class RunOptions:
     entrypoint: str | None = None
     cpus: str | None = None
     memory: str | None = None
+    memory_reservation: str | None = None
     gpus: int | None = None
     pull: str | None = None
     platform: tuple[str, str | None] | None = None
@@ -83,6 +87,9 @@ class RunOptions:
     add_host: tuple[tuple[str, str], ...] = ()
     dns: tuple[str, ...] = ()
     dns_search: tuple[str, ...] = ()
+    dns_options: tuple[tuple[str, str | None], ...] = ()
+    group_add: tuple[int, ...] = ()
+    sysctls: tuple[tuple[str, str], ...] = ()
     stop_timeout: int | None = None
     runtime: str | None = None
     service_account: str | None = None
@@ -184,12 +191,10 @@ def _validate_annotation(key: str, _value: str) -> None:
     values.validate_annotation_key(key)
 
 
-def _env_file_items(
-    path: str, read_text: Callable[[str], str], environ: Mapping[str, str]
-) -> list[tuple[str, str]]:
-    """The variables of one docker env file; OSError and ValueProblem are the caller's."""
+def _env_file_items(text: str, environ: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The variables of one docker env file's text."""
     pairs: list[tuple[str, str]] = []
-    for item in values.parse_env_file_text(read_text(path)):
+    for item in values.parse_env_file_text(text):
         if isinstance(item, str):
             if item in environ:  # a bare KEY takes the local value, and is skipped when unset
                 pairs.append((item, environ[item]))
@@ -198,22 +203,31 @@ def _env_file_items(
     return pairs
 
 
-def _read_env_file(
-    path: str, read_text: Callable[[str], str], environ: Mapping[str, str], where: str
-) -> list[tuple[str, str]]:
+def _read_lines_file(
+    path: str, read_text: Callable[[str], str], kind: str, where: str, parse: Callable[[str], T]
+) -> T:
+    """One env or label file (`kind`), read and parsed; every problem names the file."""
     try:
-        return _env_file_items(path, read_text, environ)
+        return parse(read_text(path))
     except OSError as exc:
         raise UsageError(
-            f"cannot read the env file {path!r} ({where}): {exc.strerror or exc}",
+            f"cannot read the {kind} file {path!r} ({where}): {exc.strerror or exc}",
             "give the path of a readable file of KEY=VALUE lines",
         ) from None
     except UnicodeDecodeError:
         raise UsageError(
-            f"the env file {path!r} is not UTF-8 text ({where})", "save it as UTF-8"
+            f"the {kind} file {path!r} is not UTF-8 text ({where})", "save it as UTF-8"
         ) from None
     except ValueProblem as problem:
-        raise UsageError(f"bad env file {path!r} ({where})", str(problem)) from None
+        raise UsageError(f"bad {kind} file {path!r} ({where})", str(problem)) from None
+
+
+def _read_env_file(
+    path: str, read_text: Callable[[str], str], environ: Mapping[str, str], where: str
+) -> list[tuple[str, str]]:
+    return _read_lines_file(
+        path, read_text, "env", where, lambda text: _env_file_items(text, environ)
+    )
 
 
 def _merge_env(
@@ -238,6 +252,43 @@ def _merge_env(
     return env
 
 
+def _label_file_items(path: str, read_text: Callable[[str], str]) -> list[tuple[str, str]]:
+    """The labels of one docker label file, each checked as -l checks one; a problem with a
+    line names the file and the line."""
+    lines = _read_lines_file(path, read_text, "label", "--label-file", values.parse_label_file_text)
+    pairs: list[tuple[str, str]] = []
+    for number, key, value in lines:
+        where = f"--label-file {path}, line {number}"
+        try:
+            _validate_label(key, value)
+        except ValueProblem as problem:
+            raise UsageError(
+                f"invalid label {values.quoted(key + '=' + value)} ({where})", str(problem)
+            ) from None
+        if values.is_reserved_label(key):
+            raise UsageError(
+                f"the label {key} ({where}) is reserved for squarepeg", values.RESERVED_LABEL_HINT
+            )
+        pairs.append((key, value))
+    return pairs
+
+
+def _merge_labels(merger: _Merger, read_text: Callable[[str], str]) -> dict[str, str]:
+    # config `labels`, then each --label-file, then -l: later wins, as for env.
+    labels = dict(merger.conf("label", {}))
+    keys: dict[str, str] = {}
+    for path in merger.flags["label_file"] if merger.given("label_file") else ():
+        for key, value in _label_file_items(path, read_text):
+            labels[key] = value
+            keys[key] = "--label-file"
+    for key, value in merger.items("label", lambda s: _checked_pair(s, _validate_label)):
+        labels[key] = value
+        keys[key] = "--label"
+    if keys:
+        merger.cli_keys["label"] = keys
+    return labels
+
+
 def _merge_tmpfs(merger: _Merger) -> tuple[Tmpfs, ...]:
     # A --tmpfs at a path config also mounts replaces config's mount there.
     given = merger.items("tmpfs", values.parse_tmpfs)
@@ -247,10 +298,10 @@ def _merge_tmpfs(merger: _Merger) -> tuple[Tmpfs, ...]:
 
 def _check_reserved_labels(merger: _Merger) -> None:
     # Config labels were checked when the file was read, with its line.
-    for key in merger.cli_keys.get("label", {}):
+    for key, flag in merger.cli_keys.get("label", {}).items():
         if values.is_reserved_label(key):
             raise UsageError(
-                f"--label {key} touches a label reserved for squarepeg", values.RESERVED_LABEL_HINT
+                f"{flag} {key} touches a label reserved for squarepeg", values.RESERVED_LABEL_HINT
             )
 
 
@@ -274,6 +325,7 @@ def check_combination(options: RunOptions, flags: Mapping[str, Any]) -> None:
             "--shm-size and a tmpfs at /dev/shm both mount /dev/shm",
             "use --shm-size SIZE, or --tmpfs /dev/shm:size=SIZE, not both",
         )
+    _check_memory_reservation(options)
     paths = [t.path for t in options.tmpfs]
     for path in paths:
         if paths.count(path) > 1:
@@ -281,6 +333,28 @@ def check_combination(options: RunOptions, flags: Mapping[str, Any]) -> None:
                 f"--tmpfs {path} is given twice with different options",
                 "give each tmpfs mount point once",
             )
+
+
+def _check_memory_reservation(options: RunOptions) -> None:
+    # Kubernetes refuses a pod whose memory request is above its limit; say so at the flag.
+    limit, request = options.memory, options.memory_reservation
+    if limit is None or request is None:
+        return
+    if values.size_bytes(request) > values.size_bytes(limit):
+        raise UsageError(
+            f"--memory-reservation {request} is larger than the -m limit {limit} "
+            "(Kubernetes refuses a memory request above the limit)",
+            "give a --memory-reservation no larger than -m, or raise -m",
+        )
+
+
+def _merge_sysctls(merger: _Merger) -> tuple[tuple[str, str], ...]:
+    # One value per sysctl: a --sysctl replaces config's value of the same name.
+    given = merger.items("sysctl", values.parse_sysctl)
+    names = {name for name, _ in given}
+    kept = [(n, v) for n, v in merger.conf("sysctl", []) if n not in names]
+    by_name = dict([*kept, *given])  # the last --sysctl of a name wins, as in docker
+    return tuple(by_name.items())
 
 
 # Node labels a flag's value also sets: (the flag's parameter, the node-selector keys).
@@ -336,7 +410,7 @@ def build_run_options(
     """
     m = _Merger(flags, explicit, config)
     env = _merge_env(m, read_text, environ)
-    labels = m.mapping("label", _validate_label)
+    labels = _merge_labels(m, read_text)
     _check_reserved_labels(m)
     if m.given("keep"):
         keep = True
@@ -372,6 +446,7 @@ def build_run_options(
         entrypoint=m.scalar("entrypoint", values.parse_entrypoint),
         cpus=m.scalar("cpus", values.parse_cpus),
         memory=m.scalar("memory", values.parse_memory),
+        memory_reservation=m.scalar("memory_reservation", values.parse_memory),
         gpus=m.scalar("gpus", values.parse_gpus),
         pull=m.scalar("pull", values.parse_pull),
         platform=m.scalar("platform", values.parse_platform),
@@ -385,6 +460,9 @@ def build_run_options(
         add_host=m.listing("add_host", values.parse_add_host),
         dns=m.listing("dns", values.parse_dns_ip),
         dns_search=m.listing("dns_search", values.parse_dns_search),
+        dns_options=m.listing("dns_option", values.parse_dns_option),
+        group_add=m.listing("group_add", values.parse_group_id),
+        sysctls=_merge_sysctls(m),
         stop_timeout=m.scalar("stop_timeout", values.parse_nonnegative_int),
         runtime=m.scalar("runtime", values.validate_subdomain),
         service_account=m.scalar("service_account", values.validate_subdomain),

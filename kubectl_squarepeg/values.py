@@ -438,6 +438,67 @@ def parse_dns_search(text: str) -> str:
     return text
 
 
+_DNS_OPTION_NAME = r"[A-Za-z0-9][-A-Za-z0-9_.]*"
+
+
+def parse_dns_option(text: str) -> tuple[str, str | None]:
+    """A resolv.conf option for `--dns-option`: `NAME` or `NAME:VALUE` (ndots:2, rotate)."""
+    name, colon, value = text.strip().partition(":")
+    if not re.fullmatch(_DNS_OPTION_NAME, name) or (colon and not value.strip()):
+        raise ValueProblem("give a resolv.conf option like ndots:2, timeout:1 or rotate")
+    return name, value.strip() if colon else None
+
+
+def parse_group_id(text: str) -> int:
+    """A supplementary group for `--group-add`: a numeric GID (Kubernetes stores an int64)."""
+    stripped = text.strip()
+    if stripped and not re.fullmatch(r"-?\d+", stripped):
+        raise ValueProblem(
+            "Kubernetes takes numeric group IDs only and cannot look a group name up in the "
+            "image; give the GID, like 1000 (`getent group NAME` in the image shows it)"
+        )
+    return parse_nonnegative_int(stripped)
+
+
+# Kubernetes' sysctl name: segments of [a-z0-9_-] (alphanumeric at both ends) joined by
+# '.' or '/'; at most 253 characters.
+_SYSCTL_SEGMENT = r"[a-z0-9]([-_a-z0-9]*[a-z0-9])?"
+_SYSCTL_NAME = rf"({_SYSCTL_SEGMENT}[./])*{_SYSCTL_SEGMENT}"
+
+
+def parse_sysctl(text: str) -> tuple[str, str]:
+    """`--sysctl KEY=VALUE`: a namespaced kernel parameter, like net.ipv4.ip_forward=1."""
+    name, value = parse_key_value(text)
+    if len(name) > MAX_SUBDOMAIN or not re.fullmatch(_SYSCTL_NAME, name):
+        raise ValueProblem(
+            "a sysctl name is lowercase letters, digits, '_' and '-' in parts joined by '.' "
+            "or '/' (at most 253 characters), like net.ipv4.ip_unprivileged_port_start=0"
+        )
+    return name, value
+
+
+def parse_label_file_text(text: str) -> list[tuple[int, str, str]]:
+    """docker's label-file format: `KEY=VALUE` lines (a bare `KEY` is an empty value, as in
+    docker), blank lines and `#` comments skipped. (line number, key, value) each."""
+    labels: list[tuple[int, str, str]] = []
+    for number, raw in enumerate(text.removeprefix("\ufeff").splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, _, value = line.partition("=")
+        labels.append((number, key, value))
+    return labels
+
+
+def size_bytes(quantity: str) -> int:
+    """The bytes of a quantity `parse_size` returned (`512Mi`, `1536Ki`, `1000`)."""
+    for power in range(len(_BINARY_UNITS) - 1, 0, -1):
+        if quantity.endswith(_BINARY_UNITS[power]):
+            number = int(quantity.removesuffix(_BINARY_UNITS[power]))
+            return number << (10 * power)
+    return int(quantity)
+
+
 def parse_add_host(text: str) -> tuple[str, str]:
     """docker's `HOST:IP` (or `HOST=IP`) for `spec.hostAliases`."""
     separator = min((i for i in (text.find(":"), text.find("=")) if i >= 0), default=-1)
