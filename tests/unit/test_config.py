@@ -393,6 +393,13 @@ def test_unknown_keys(text: str, message: str) -> None:
             "invalid value 'gpu' for tolerations (a.yaml:2); use KEY[=VALUE]:EFFECT",
         ),
         ("add_host: [x]\n", "invalid value 'x' for add_host (a.yaml:1); use HOST:IP"),
+        (
+            "group_add: [wheel]\n",
+            "invalid value 'wheel' for group_add (a.yaml:1); Kubernetes takes numeric group IDs",
+        ),
+        ("sysctls: [Bad=1]\n", "invalid value 'Bad=1' for sysctls (a.yaml:1); a sysctl name is"),
+        ("dns_options: ['a b']\n", "invalid value 'a b' for dns_options (a.yaml:1)"),
+        ("memory_reservation: x\n", "invalid value 'x' for memory_reservation (a.yaml:1)"),
         ("kubernetes: [1]\n", "kubernetes must be a mapping (a.yaml:1)"),
         ("kubernetes:\n  spec: [1]\n", "kubernetes.spec must be a mapping (a.yaml:2)"),
         (
@@ -441,6 +448,10 @@ def test_every_key_validates_like_its_flag() -> None:
         "add_host: ['db:10.0.0.1']\n"
         "dns: [1.1.1.1]\n"
         "dns_search: [example.com]\n"
+        "dns_options: [ndots:2, rotate]\n"
+        "group_add: [1000, '0']\n"
+        "sysctls: [net.ipv4.ip_forward=1]\n"
+        "memory_reservation: 256m\n"
         "tolerations: ['gpu:NoSchedule']\n"
         "image_pull_secrets: [regcred]\n"
         "env: [A=1, HOME, UNSET]\n"
@@ -463,6 +474,10 @@ def test_every_key_validates_like_its_flag() -> None:
         "add_host": [("db", "10.0.0.1")],
         "dns": ["1.1.1.1"],
         "dns_search": ["example.com"],
+        "dns_options": [("ndots", "2"), ("rotate", None)],
+        "group_add": [1000, 0],
+        "sysctls": [("net.ipv4.ip_forward", "1")],
+        "memory_reservation": "256Mi",
         "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
         "image_pull_secrets": ["regcred"],
         "env": {"A": "1", "HOME": "/home/me"},

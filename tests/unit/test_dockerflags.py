@@ -115,3 +115,18 @@ def test_completion_offers_no_refused_flag() -> None:
     offered = {c.value for c in complete_words(cli.cli, ["run", "--"]).candidates}
     assert offered and not offered & dockerflags.REFUSED_NAMES
     assert {"--restart", "--no-healthcheck", "--platform", "--tmpfs"} <= offered
+
+
+FIVE_MAPPED = ("--dns-option", "--group-add", "--sysctl", "--label-file", "--memory-reservation")
+
+
+@pytest.mark.parametrize("name", FIVE_MAPPED)
+def test_the_five_flags_mapped_later_are_supported_visible_and_completed(name: str) -> None:
+    flag = dockerflags.BY_NAME[name]
+    assert flag.status in ("supported", "different") and "not mapped" not in flag.meaning
+    assert not run_options()[name].hidden
+    from kubectl_squarepeg.completion import complete_words
+
+    offered = {c.value for c in complete_words(cli.cli, ["run", name[:6]]).candidates}
+    assert name in offered
+    assert f"`{name}`" in (ROOT / "docs" / "docker-flags.md").read_text(encoding="utf-8")

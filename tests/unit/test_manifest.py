@@ -507,3 +507,95 @@ kubernetes:
         "(c0.yaml:6): it would change /spec/containers/[name=main]/volumeMounts/[name=cache] "
         "(mountPath /run/), which --tmpfs set on the command line",
     )
+
+
+# --- the five flags mapped after the first release ------------------------------------------
+
+
+def test_memory_reservation_is_the_request_and_m_then_only_the_limit() -> None:
+    both = main_container(plan(memory="1g", memory_reservation="256m"))["resources"]
+    assert both == {"requests": {"memory": "256Mi"}, "limits": {"memory": "1Gi"}}
+    alone = main_container(plan(memory_reservation="256m"))["resources"]
+    assert alone == {"requests": {"memory": "256Mi"}}
+    with_cpus = main_container(plan(cpus="1", memory_reservation="1g"))["resources"]
+    assert with_cpus == {"requests": {"cpu": 1, "memory": "1Gi"}, "limits": {"cpu": 1}}
+
+
+def test_dns_options_alone_keep_the_clusters_dns_policy() -> None:
+    spec = plan(dns_option=("ndots:2", "rotate")).manifest["spec"]
+    assert "dnsPolicy" not in spec
+    assert spec["dnsConfig"] == {"options": [{"name": "ndots", "value": "2"}, {"name": "rotate"}]}
+    with_dns = plan(dns=("1.1.1.1",), dns_option=("timeout:1",)).manifest["spec"]
+    assert with_dns["dnsPolicy"] == "None"
+    assert with_dns["dnsConfig"] == {
+        "nameservers": ["1.1.1.1"],
+        "options": [{"name": "timeout", "value": "1"}],
+    }
+
+
+def test_group_add_and_sysctls_go_in_the_pods_security_context() -> None:
+    p = plan(group_add=("1000", "0"), sysctl=("net.ipv4.ip_forward=1",), user="5")
+    assert p.manifest["spec"]["securityContext"] == {
+        "supplementalGroups": [1000, 0],
+        "sysctls": [{"name": "net.ipv4.ip_forward", "value": "1"}],
+    }
+    # -u stays on the container; the pod-level context holds only these two.
+    assert main_container(p)["securityContext"] == {"runAsUser": 5}
+    assert "securityContext" not in plan().manifest["spec"]
+
+
+def test_label_file_labels_are_on_the_pod_and_the_job_template() -> None:
+    p = plan(label_file=("/f/a.labels",), mode="job")
+    for metadata in (p.manifest["metadata"], p.manifest["spec"]["template"]["metadata"]):
+        assert {"team": "a", "owner": "x", "flag": "", "tier": "file"}.items() <= metadata[
+            "labels"
+        ].items()
+
+
+def test_the_five_flags_claim_their_fields_per_name_where_the_field_is_a_named_list() -> None:
+    spec = """
+kubernetes:
+  metadata:
+    labels: {team: conf, other: conf}
+  spec:
+    containers:
+    - name: main
+      resources: {requests: {memory: 9Gi}, limits: {memory: 9Gi}}
+    dnsConfig:
+      options: [{name: ndots, value: '5'}, {name: edns0}]
+    securityContext:
+      supplementalGroups: [7]
+      sysctls: [{name: net.ipv4.ip_forward, value: '0'}, {name: kernel.msgmax, value: '9'}]
+"""
+    p = plan(
+        spec,
+        memory_reservation="1g",
+        dns_option=("ndots:2",),
+        group_add=("1000",),
+        sysctl=("net.ipv4.ip_forward=1",),
+        label_file=("/f/a.labels",),
+    )
+    assert main_container(p)["resources"] == {
+        "requests": {"memory": "1Gi"},
+        "limits": {"memory": "9Gi"},
+    }
+    assert p.manifest["spec"]["dnsConfig"]["options"] == [
+        {"name": "ndots", "value": "2"},
+        {"name": "edns0"},
+    ]
+    assert p.manifest["spec"]["securityContext"] == {
+        "supplementalGroups": [1000],
+        "sysctls": [
+            {"name": "net.ipv4.ip_forward", "value": "1"},
+            {"name": "kernel.msgmax", "value": "9"},
+        ],
+    }
+    assert {"team": "a", "other": "conf"}.items() <= p.manifest["metadata"]["labels"].items()
+    claimed = sorted(w.split(", which ")[1] for w in p.warnings)
+    assert claimed == [
+        "--dns-option set on the command line",
+        "--group-add set on the command line",
+        "--label-file set on the command line",
+        "--memory-reservation set on the command line",
+        "--sysctl set on the command line",
+    ]

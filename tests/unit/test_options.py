@@ -28,6 +28,10 @@ MULTIPLE = (
     "node_selector",
     "toleration",
     "image_pull_secret",
+    "label_file",
+    "dns_option",
+    "group_add",
+    "sysctl",
 )
 SWITCHES = ("privileged", "read_only", "rm", "keep", "dry_run", "dry_run_server", "quiet")
 SCALARS = (
@@ -37,6 +41,7 @@ SCALARS = (
     "entrypoint",
     "cpus",
     "memory",
+    "memory_reservation",
     "gpus",
     "pull",
     "platform",
@@ -52,7 +57,14 @@ SCALARS = (
     "service_account",
     "priority_class",
 )
-FILES = {"/f/a.env": "A=file\nB=file\n", "/f/b.env": "B=flagfile\nC=flagfile\nLOCAL\n"}
+FILES = {
+    "/f/a.env": "A=file\nB=file\n",
+    "/f/b.env": "B=flagfile\nC=flagfile\nLOCAL\n",
+    "/f/a.labels": "\ufeff# team labels\n\nteam=a\n  owner=x\nflag\ntier=file\n",
+    "/f/reserved.labels": "team=a\nsquarepeg.io/run-id=x\n",
+    "/f/bad.labels": "team=a\n\nbad key=1\n",
+    "/f/value.labels": "team=not a value\n",
+}
 ENVIRON = {"LOCAL": "here", "HOME": "/home/me"}
 
 
@@ -343,3 +355,108 @@ def test_an_empty_entrypoint_needs_a_command() -> None:
 )  # fmt: skip
 def test_docker_invalid_images_are_usage_errors(image: str, message: str) -> None:
     assert usage_error(image=image).startswith(message)
+
+
+# --- the five flags mapped after the first release ------------------------------------------
+
+
+def test_dns_options_group_add_and_sysctls_parse_and_add_to_config() -> None:
+    conf = "dns_options: [ndots:5]\ngroup_add: [10]\nsysctls: [kernel.shm_rmid_forced=1]\n"
+    o = options(
+        conf,
+        dns_option=("ndots:2", "rotate"),
+        group_add=("1000", "10"),
+        sysctl=("net.ipv4.ip_forward=1", "kernel.shm_rmid_forced=0", "net/ipv4/tcp_syncookies=1"),
+    )
+    assert o.dns_options == (("ndots", "5"), ("ndots", "2"), ("rotate", None))
+    assert o.group_add == (10, 1000)
+    # A --sysctl replaces config's value of the same sysctl; the last one given wins.
+    assert o.sysctls == (
+        ("net.ipv4.ip_forward", "1"),
+        ("kernel.shm_rmid_forced", "0"),
+        ("net/ipv4/tcp_syncookies", "1"),
+    )
+    assert options(sysctl=("a.b=1", "a.b=2")).sysctls == (("a.b", "2"),)
+
+
+def test_label_files_sit_between_config_labels_and_label_flags() -> None:
+    o = options(
+        "labels: {team: conf, site: conf}\n", label_file=("/f/a.labels",), label=("tier=flag",)
+    )
+    assert o.labels == {"team": "a", "site": "conf", "owner": "x", "flag": "", "tier": "flag"}
+    assert o.cli_keys["label"] == {
+        "team": "--label-file",
+        "owner": "--label-file",
+        "flag": "--label-file",
+        "tier": "--label",
+    }
+
+
+def test_memory_reservation_alone_with_a_limit_and_from_config() -> None:
+    assert options(memory_reservation="256m").memory_reservation == "256Mi"
+    o = options(memory="1g", memory_reservation="1024m")
+    assert (o.memory, o.memory_reservation) == ("1Gi", "1024Mi")
+    assert options("memory_reservation: 128m\n").memory_reservation == "128Mi"
+    assert options(memory_reservation="0").memory_reservation is None
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (
+            {"group_add": ("wheel",)},
+            "invalid value 'wheel' for --group-add; Kubernetes takes numeric group IDs only",
+        ),
+        ({"group_add": ("-1",)}, "invalid value '-1' for --group-add; it cannot be negative"),
+        (
+            {"group_add": (str(2**63),)},
+            f"invalid value '{2**63}' for --group-add; Kubernetes stores at most {2**63 - 1}",
+        ),
+        (
+            {"sysctl": ("Net.IPv4.x=1",)},
+            "invalid value 'Net.IPv4.x=1' for --sysctl; a sysctl name is lowercase letters",
+        ),
+        ({"sysctl": ("net..x=1",)}, "invalid value 'net..x=1' for --sysctl"),
+        ({"sysctl": ("a." * 127 + "b=1",)}, "for --sysctl; a sysctl name is"),
+        ({"sysctl": ("net.ipv4.ip_forward",)}, "for --sysctl; use KEY=VALUE"),
+        ({"dns_option": (":2",)}, "invalid value ':2' for --dns-option; give a resolv.conf option"),
+        ({"dns_option": ("ndots:",)}, "invalid value 'ndots:' for --dns-option"),
+        ({"dns_option": ("a b",)}, "invalid value 'a b' for --dns-option"),
+        (
+            {"memory": "1g", "memory_reservation": "2g"},
+            "--memory-reservation 2Gi is larger than the -m limit 1Gi (Kubernetes refuses a "
+            "memory request above the limit)",
+        ),
+        ({"memory_reservation": "lots"}, "invalid value 'lots' for --memory-reservation"),
+        (
+            {"label_file": ("/f/none.labels",)},
+            "cannot read the label file '/f/none.labels' (--label-file): No such file",
+        ),
+        (
+            {"label_file": ("/f/bad.labels",)},
+            "invalid label 'bad key=1' (--label-file /f/bad.labels, line 3); a key is NAME",
+        ),
+        (
+            {"label_file": ("/f/value.labels",)},
+            "invalid label 'team=not a value' (--label-file /f/value.labels, line 1); a label",
+        ),
+        (
+            {"label_file": ("/f/reserved.labels",)},
+            "the label squarepeg.io/run-id (--label-file /f/reserved.labels, line 2) is reserved "
+            "for squarepeg; app.kubernetes.io/managed-by and squarepeg.io/* are set by squarepeg",
+        ),
+    ],
+)
+def test_bad_values_of_the_five_flags_are_one_line_naming_the_flag(
+    given: dict[str, Any], message: str
+) -> None:
+    text = usage_error(**given)
+    assert message in text and "\n" not in text
+
+
+def test_a_memory_reservation_over_a_config_limit_is_refused_too() -> None:
+    assert "is larger than the -m limit 512Mi" in usage_error(
+        "memory: 512m\n", memory_reservation="1g"
+    )
+    # -m 0 (no limit) lets any reservation through.
+    assert options("memory: 512m\n", memory="0", memory_reservation="1g").memory is None
