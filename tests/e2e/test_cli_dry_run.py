@@ -474,6 +474,74 @@ def test_env_file_format_and_errors(sandbox: Sandbox) -> None:
     )
 
 
+# --- the five flags mapped after the first release --------------------------------------------
+
+
+def test_dns_option_group_add_sysctl_label_file_and_memory_reservation(sandbox: Sandbox) -> None:
+    sandbox.write("project/sub/team.labels", "# ours\n\nteam=a\n  tier=file\n")
+    # fmt: off
+    result = sandbox.dry(
+        "--dns-option", "ndots:2", "--dns-option", "rotate",
+        "--group-add", "1000", "--group-add", "2000",
+        "--sysctl", "net.ipv4.ip_unprivileged_port_start=0",
+        "--label-file", "team.labels", "-l", "tier=flag",
+        "-m", "1g", "--memory-reservation", "256m",
+        "alpine",
+    )
+    # fmt: on
+    assert result.code == 0, result.stderr
+    spec = result.doc["spec"]
+    assert "dnsPolicy" not in spec  # options alone keep the cluster's policy
+    assert spec["dnsConfig"] == {"options": [{"name": "ndots", "value": "2"}, {"name": "rotate"}]}
+    assert spec["securityContext"] == {
+        "supplementalGroups": [1000, 2000],
+        "sysctls": [{"name": "net.ipv4.ip_unprivileged_port_start", "value": "0"}],
+    }
+    labels = result.doc["metadata"]["labels"]
+    assert (labels["team"], labels["tier"]) == ("a", "flag")
+    assert result.container["resources"] == {
+        "requests": {"memory": "256Mi"},
+        "limits": {"memory": "1Gi"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (
+            ["--group-add", "wheel"],
+            "invalid value 'wheel' for --group-add; Kubernetes takes numeric group IDs only and "
+            "cannot look a group name up in the image; give the GID, like 1000 (`getent group "
+            "NAME` in the image shows it)",
+        ),
+        (["--sysctl", "Net.IPv4.x=1"], "invalid value 'Net.IPv4.x=1' for --sysctl; a sysctl name"),
+        (["--dns-option", ":2"], "invalid value ':2' for --dns-option; give a resolv.conf option"),
+        (
+            ["-m", "512m", "--memory-reservation", "1g"],
+            "--memory-reservation 1Gi is larger than the -m limit 512Mi (Kubernetes refuses a "
+            "memory request above the limit); give a --memory-reservation no larger than -m, "
+            "or raise -m",
+        ),
+        (
+            ["--label-file", "nope.labels"],
+            "cannot read the label file 'nope.labels' (--label-file): No such file or directory",
+        ),
+        (
+            ["--label-file", "reserved.labels"],
+            "the label squarepeg.io/keep (--label-file reserved.labels, line 2) is reserved for "
+            "squarepeg",
+        ),
+    ],
+)
+def test_bad_values_of_the_five_flags_are_one_error_line(
+    sandbox: Sandbox, args: list[str], error: str
+) -> None:
+    sandbox.write("project/sub/reserved.labels", "team=a\nsquarepeg.io/keep=true\n")
+    result = sandbox.dry(*args, "alpine")
+    assert result.code == 125 and result.stdout == ""
+    assert result.one_error().startswith(error)
+
+
 # --- arguments after IMAGE ----------------------------------------------------------------------
 
 

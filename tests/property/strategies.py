@@ -26,6 +26,7 @@ TRICKY = [
     "NoSchedule", "key=value:NoExecute", "linux/amd64", "/dev/zero", "/proc/self/mem",
     "always", "missing", "never", "pod", "job", "90s", "5m", "1h30m", "0s", "512m", "1g",
     "1.5g", "0.5", "500m", "10.0.0.2", "::1", "host:10.0.0.5", "NET_ADMIN", "ALL",
+    "ndots:2", "net.ipv4.ip_forward=1", "1000", "-1", "9223372036854775808",
 ]
 _NO_NUL = st.characters(blacklist_characters="\x00", codec=None)
 _TEXT = st.text(_NO_NUL, max_size=24)
@@ -39,7 +40,8 @@ VALUED = [
     "--add-host", "--dns", "--dns-search", "--stop-timeout", "--runtime", "-n", "--namespace",
     "--context", "--kubeconfig", "--mode", "--timeout", "--config", "--service-account",
     "--node-selector", "--toleration", "--image-pull-secret", "--priority-class", "-p",
-    "--publish", "--network", "-v", "--volume", "--mount",
+    "--publish", "--network", "-v", "--volume", "--mount", "--dns-option", "--group-add",
+    "--sysctl", "--label-file", "--memory-reservation",
 ]
 SWITCHES = ["--privileged", "--read-only", "--rm", "--keep", "-q", "--quiet", "-P", "-i",
             "-t", "-d", "--dry-run-server", "--cpu", "--bogus", "-Z"]
