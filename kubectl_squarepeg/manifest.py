@@ -134,11 +134,11 @@ def _resources(o: RunOptions, claim: _Claimer) -> dict[str, Any]:
     for param, resource, amount in (("cpus", "cpu", o.cpus), ("memory", "memory", o.memory)):
         if amount is not None:
             requests[resource] = limits[resource] = quantity(amount)
-            claim(
-                param, *((*_MAIN, "resources", kind, resource) for kind in ("requests", "limits"))
-            )
+            claim(param, (*_MAIN, "resources", "limits", resource))
+            if resource == "cpu" or o.memory_reservation is None:
+                claim(param, (*_MAIN, "resources", "requests", resource))
     if o.memory_reservation is not None:
-        # docker's soft limit is Kubernetes' request: the limit (-m) stays as it is.
+        # docker's soft limit is Kubernetes' request: -m then sets the limit alone.
         requests["memory"] = quantity(o.memory_reservation)
         claim("memory_reservation", (*_MAIN, "resources", "requests", "memory"))
     if o.gpus:

@@ -599,3 +599,24 @@ kubernetes:
         "--memory-reservation set on the command line",
         "--sysctl set on the command line",
     ]
+
+
+def test_with_a_reservation_m_claims_only_the_limit() -> None:
+    spec = """
+kubernetes:
+  spec:
+    containers:
+    - name: main
+      resources: {requests: {memory: 9Gi}, limits: {memory: 9Gi}}
+"""
+    p = plan(spec, memory="2g", memory_reservation="1g")
+    assert main_container(p)["resources"] == {
+        "requests": {"memory": "1Gi"},
+        "limits": {"memory": "2Gi"},
+    }
+    assert sorted(w.split(", which ")[1] for w in p.warnings) == [
+        "--memory set on the command line",
+        "--memory-reservation set on the command line",
+    ]
+    assert "requests/memory" in next(w for w in p.warnings if "--memory-reservation" in w)
+    assert "limits/memory" in next(w for w in p.warnings if "--memory set" in w)
