@@ -80,7 +80,7 @@ def test_nothing_is_offered_after_image_it_is_the_containers_command() -> None:
 
 
 def test_a_local_file_option_lets_the_shell_complete_file_names() -> None:
-    for flag in ("--env-file", "--config", "--kubeconfig"):
+    for flag in ("--env-file", "--label-file", "--config", "--kubeconfig"):
         assert complete_words(cli, ["run", flag, ""]) == Completions((), DIRECTIVE_DEFAULT)
 
 
