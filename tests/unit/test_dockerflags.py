@@ -86,7 +86,7 @@ def test_each_refused_flag_says_why_and_what_instead(flag: dockerflags.DockerFla
     assert caught.value.hint == flag.note and flag.note
 
 
-@pytest.mark.parametrize("typo", ["--ini", "--cpu", "--volum", "--health", "--sysctls", "--ipc6"])
+@pytest.mark.parametrize("typo", ["--ini", "--cpu", "--volum", "--health", "--ulimits", "--ipc6"])
 def test_did_you_mean_never_offers_a_refused_flag(
     typo: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
