@@ -161,9 +161,7 @@ def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
 @click.option(
     "-m", "--memory", metavar="SIZE", help="Memory requested and limited, e.g. 512m (0: no limit)."
 )
-@click.option(
-    "--memory-reservation", metavar="SIZE", help="Memory requested (the soft limit), e.g. 256m."
-)
+@click.option("--memory-reservation", metavar="SIZE", help="Memory requested, e.g. 256m.")
 @click.option("--gpus", metavar="N", help="Number of nvidia.com/gpu.")
 @click.option("--pull", metavar="always|missing|never", help="Image pull policy.")
 @click.option(
