@@ -89,7 +89,8 @@ def handle(sim: Sim, req: Request) -> Reply:
         return Reply.json(200, {"dropped": count})
     if verb == "drop-watches":
         if times is not None:
-            after_seconds = _float(req, "afterSeconds", 1.0) or 1.0
+            after_seconds = _float(req, "afterSeconds", 1.0)
+            after_seconds = 1.0 if after_seconds is None else max(after_seconds, 0.0)
             return Reply.json(200, {"cut": sim.api.cut_each_watch(after_seconds, int(times))})
         return Reply.json(200, {"dropped": sim.api.drop_watches()})
     if verb == "restart":
