@@ -386,7 +386,7 @@ class Run:
 
         stderr = child.stderr.decode("utf-8", "replace")
         pod = (self._watch.pod_name if self._watch else None) or self.plan.name
-        raise attachment.refusal(stderr, pod, self.namespace, tty=self.plan.options.tty)
+        raise attachment.refusal(stderr, pod, self.commands, tty=self.plan.options.tty)
 
     def execute(self) -> int:
         """Every phase in order; the exit code. Cleanup is the caller's (`run_lifecycle`)."""
