@@ -194,6 +194,43 @@ def test_an_image_pull_failure_quotes_the_events_and_names_commands_that_still_w
     assert_commands_work_after_cleanup(kubesim, done, namespace)
 
 
+MISSING_SECRET = """
+kubernetes:
+  spec:
+    containers:
+    - name: main
+      env: [{name: TOKEN, valueFrom: {secretKeyRef: {name: not-there, key: token}}}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        # Its only event (Failed: `Error: secret "not-there" not found`) says what the
+        # status says: it is quoted once.
+        (("--config", "MISSING_SECRET"),
+         ("cannot start: CreateContainerConfigError", 'secret "not-there" not found',
+          "Secret and ConfigMap")),
+        (("--timeout", "3", "-m", "900g"),
+         ("did not start within the startup timeout of 3s",
+          "events: Warning FailedScheduling", "Insufficient memory")),
+    ],
+    ids=["config-error", "startup-timeout"],
+)
+def test_a_start_that_cannot_succeed_quotes_the_events_and_names_commands_that_still_work(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path,
+    flags: tuple[str, ...], said: tuple[str, ...],
+) -> None:
+    config = tmp_path / "missing-secret.yaml"
+    config.write_text(MISSING_SECRET)
+    given = [str(config) if flag == "MISSING_SECRET" else flag for flag in flags]
+    done = squarepeg("run", "--context", kubesim.context, *given, "alpine", "true")
+    assert done.code == 125, done.stderr
+    assert done.has_line("error:", *said), done.stderr
+    wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be deleted")
+    assert_commands_work_after_cleanup(kubesim, done, namespace)
+
+
 # --- a command that cannot start --------------------------------------------------------------
 
 
