@@ -12,13 +12,20 @@ import re
 import shlex
 import shutil
 import signal
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import CLIENT_SIDE_LOG_DROP, Squarepeg, names, wait_until
+from tests.e2e.conftest import (
+    CLIENT_SIDE_LOG_DROP,
+    Squarepeg,
+    isolated_env,
+    names,
+    wait_until,
+)
 
 SLEEPER = ("alpine", "sh", "-c", "echo ready; sleep 120")
 
@@ -158,6 +165,22 @@ def test_a_pipe_closed_by_its_reader_is_not_blamed(
     done = squarepeg.finish(process, timeout=60)
     assert done.code == 141, done.stderr  # as any writer whose reader left (SIGPIPE)
     assert not any("warning" in line or "error" in line for line in done.lines), done.lines
+    wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be deleted")
+
+
+def test_run_piped_into_head_prints_its_line_without_a_warning(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str
+) -> None:
+    """The pipeline itself, as typed in a shell: `kubectl squarepeg run ... | head -1`."""
+    argv = squarepeg.argv(("run", "alpine", "sh", "-c", "while true; do echo y; done"), True)
+    done = subprocess.run(
+        ["sh", "-c", f"{shlex.join(argv)} | head -1"],
+        env=isolated_env(kubesim, squarepeg.home), cwd=squarepeg.cwd,
+        stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False,
+    )
+    assert (done.returncode, done.stdout) == (0, b"y\n"), done.stderr
+    said = done.stderr.decode().splitlines()
+    assert not any("warning" in line or "error" in line for line in said), said
     wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be deleted")
 
 
