@@ -376,8 +376,19 @@ def test_a_missing_namespace_is_named_with_the_fix(
     assert not done.has_line("--dry-run"), done.lines
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        # kubectl create says `... turn validation off with --validate=false`.
+        ("run", "alpine", "true"),
+        # kubectl get prints klog lines (`E1203 ... memcache.go:265] ...`) before its error;
+        # a permission hint would not fit.
+        ("sweep",),
+    ],
+    ids=["run", "sweep"],
+)
 def test_an_unreachable_cluster_is_one_line_without_klog_or_validate_advice(
-    squarepeg: Squarepeg, tmp_path: Path
+    squarepeg: Squarepeg, tmp_path: Path, args: tuple[str, ...]
 ) -> None:
     dead = tmp_path / "dead-kubeconfig"
     dead.write_text(
@@ -386,13 +397,15 @@ def test_an_unreachable_cluster_is_one_line_without_klog_or_validate_advice(
         "users: [{name: u, user: {token: x}}]\n"
         "contexts: [{name: dead, context: {cluster: dead, user: u, namespace: default}}]\n"
     )
-    done = squarepeg("run", "--kubeconfig", str(dead), "alpine", "true", namespaced=False)
+    done = squarepeg(args[0], "--kubeconfig", str(dead), *args[1:], namespaced=False)
     assert done.code == 125, done.stderr
     errors = [line for line in done.lines if line.startswith("squarepeg: error:")]
     assert len(errors) == 1, done.lines
     assert "refused" in errors[0]
     assert ".go:" not in done.stderr and "--validate" not in done.stderr, done.stderr
-    assert f"`kubectl cluster-info --kubeconfig={dead}" in errors[0]
+    assert "permission" not in errors[0], errors[0]
+    assert errors[0].endswith(f"`kubectl cluster-info --kubeconfig={dead} --context=dead`"), \
+        errors[0]
 
 
 def test_quiet_keep_still_prints_the_kept_name(
