@@ -244,7 +244,7 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
         explicit,
         merged,
         environ=os.environ,
-        read_text=config.read_env_file_text,
+        read_text=config.read_key_value_file_text,
     )
     console.quiet = options.quiet
     if options.interactive and options.tty and not sys.stdin.isatty():
