@@ -537,12 +537,15 @@ def run_lifecycle(plan: Plan, connection: Connection, console: Console) -> int:
                     raise
                 code = INTERRUPTED
             finally:
+                handler.caught()
                 with handler.shield(raise_pending=False):
                     run.cleanup()
             return handler.exit_code if handler.interrupted else code
     except Interrupted:
         # A first signal in the instant before the run began or after its cleanup ended:
         # there is nothing (more) to clean up, and its one line has been printed.
+        if handler is not None:
+            handler.caught()
         run.cleanup()
         return handler.exit_code if handler is not None else INTERRUPTED
 
