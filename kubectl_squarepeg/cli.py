@@ -15,6 +15,7 @@ while `run alpine -- ls` hands `--` on to the container, as `docker run` does.
 
 from __future__ import annotations
 
+import copy
 import os
 import signal
 import sys
@@ -141,6 +142,16 @@ def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
     return click.option(*names, multiple=True, metavar=metavar, help=help)
 
 
+class _WithHiddenAlias(click.Option):
+    """An option whose last name is an alias docker accepts but hides from its help
+    (`--dns-opt`): parsed like the others, left out of `run --help` as docker does."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        shown = copy.copy(self)
+        shown.opts = self.opts[:-1]
+        return click.Option.get_help_record(shown, ctx)
+
+
 # --- run --------------------------------------------------------------------------------
 
 
@@ -179,7 +190,14 @@ def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
 @_many("--add-host", metavar="HOST:IP", help="Add an /etc/hosts entry.")
 @_many("--dns", metavar="IP", help="Use this nameserver instead of the cluster's.")
 @_many("--dns-search", metavar="DOMAIN", help="Add a DNS search domain.")
-@_many("--dns-option", metavar="OPT[:VALUE]", help="Add a resolv.conf option, e.g. ndots:2.")
+@click.option(
+    "--dns-option",
+    "--dns-opt",
+    cls=_WithHiddenAlias,
+    multiple=True,
+    metavar="OPT[:VALUE]",
+    help="Add a resolv.conf option, e.g. ndots:2.",
+)
 @click.option("--stop-timeout", metavar="SECONDS", help="Grace period before SIGKILL.")
 @click.option("--runtime", metavar="NAME", help="RuntimeClass to run with.")
 @click.option("--rm", is_flag=True, help="Accepted for docker habit: deleting is the default.")

@@ -152,7 +152,7 @@ FLAGS: tuple[DockerFlag, ...] = (
         "names stop resolving",
     ),
     _ok(
-        "--dns-option",
+        "--dns-option --dns-opt",
         "`spec.dnsConfig.options` (`ndots:2` -> name `ndots`, value `2`; `rotate` -> name only)",
         "added to the cluster's resolv.conf options; alone it keeps the cluster's `dnsPolicy`",
     ),
@@ -164,7 +164,8 @@ FLAGS: tuple[DockerFlag, ...] = (
     ),
     _ok(
         "--entrypoint",
-        "the main container's `command`; `--entrypoint \"\"` resets it to the image's",
+        'the main container\'s `command`; `--entrypoint ""` resets it, as in docker: the words '
+        "after IMAGE are then the whole `command`",
     ),
     _ok("-e --env", "the main container's `env` (a bare KEY takes your local value)"),
     _ok("--env-file", "the main container's `env`, from docker's env-file format"),
