@@ -662,10 +662,29 @@ def parse_image_reference(text: str) -> str:
             f"docker calls this an invalid reference format: the repository name is longer "
             f"than {MAX_IMAGE_NAME} characters"
         )
-    digest = match["digest"]
-    if digest and digest.startswith("sha256:") and len(digest) != len("sha256:") + 64:
-        raise ValueProblem(
-            "docker calls this an invalid reference format: a sha256 digest has exactly 64 "
-            "hex digits"
-        )
+    if match["digest"]:
+        _check_digest(match["digest"])
     return text
+
+
+# The digests docker can verify (go-digest's algorithms), by their count of hex digits.
+_DIGEST_HEX_DIGITS = {"sha256": 64, "sha384": 96, "sha512": 128}
+
+
+def _check_digest(digest: str) -> None:
+    """What the grammar lets through but docker's digest check refuses: an algorithm it
+    cannot verify ("unsupported digest algorithm"), or the wrong count or case of hex
+    digits ("invalid checksum digest format")."""
+    algorithm, _, encoded = digest.partition(":")
+    digits = _DIGEST_HEX_DIGITS.get(algorithm)
+    if digits is None:
+        raise ValueProblem(
+            f"docker refuses the digest algorithm {algorithm} (unsupported digest algorithm); "
+            "a digest is sha256:, sha384: or sha512: and its hex digits, like sha256:<64 hex>"
+        )
+    if len(encoded) != digits or encoded != encoded.lower():
+        this_one = f"{len(encoded)}" if len(encoded) != digits else "uppercase ones"
+        raise ValueProblem(
+            f"docker calls this an invalid checksum digest format: a {algorithm} digest has "
+            f"exactly {digits} lowercase hex digits (this one has {this_one})"
+        )

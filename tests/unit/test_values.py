@@ -246,6 +246,8 @@ VALID_IMAGES = [
     "[::1]:5000/app",
     "ghcr.io/org/app@sha256:" + "a" * 64,
     "registry.example.com:5000/foo/bar:tag@sha256:" + "b" * 64,
+    "alpine@sha384:" + "c" * 96,
+    "alpine@sha512:" + "d" * 128,
     "my_app",
     "a__b--c.d",
     "Registry.Example.com/x",
@@ -268,7 +270,13 @@ INVALID_IMAGES = [
     ("alpine/", "invalid reference format"),
     ("a_/b", "invalid reference format"),
     ("alpine@sha256:abc", "a digest is ALGORITHM:HEX"),
-    ("x@sha256:" + "a" * 63, "a sha256 digest has exactly 64 hex digits"),
+    ("x@sha256:" + "a" * 63, "a sha256 digest has exactly 64 lowercase hex digits (this one"),
+    ("x@sha256:" + "A" * 64, "exactly 64 lowercase hex digits (this one has uppercase ones)"),
+    (
+        "x@sha512:" + "a" * 64,
+        "a sha512 digest has exactly 128 lowercase hex digits (this one has 64)",
+    ),
+    ("x@md5:" + "a" * 32, "docker refuses the digest algorithm md5 (unsupported digest"),
     ("al pine", "invalid reference format"),
     (" alpine", "no spaces"),
     ("a" * 256, "longer than 255 characters"),
@@ -280,7 +288,7 @@ def test_docker_invalid_references_say_what_docker_means(image: str, message: st
     with pytest.raises(values.ValueProblem) as caught:
         values.parse_image_reference(image)
     assert message in str(caught.value)
-    assert str(caught.value).startswith(("docker calls this an invalid reference format", "an "))
+    assert str(caught.value).startswith(("docker calls this an invalid ", "docker refuses ", "an "))
 
 
 @pytest.mark.parametrize(
