@@ -196,6 +196,12 @@ def parse_cpus(text: str) -> str | None:
         )
     if millis <= 0:
         raise ValueProblem("ask for more than 0 CPUs, like 0.5")
+    if millis > MAX_INT64:
+        # The scheduler and the kubelet read a CPU quantity as int64 millicores.
+        raise ValueProblem(
+            f"Kubernetes counts CPUs in millicores up to {MAX_INT64} (2^63-1); give a number of "
+            "CPUs like 2"
+        )
     whole, rest = divmod(int(millis), 1000)
     return str(whole) if rest == 0 else f"{int(millis)}m"
 
@@ -218,6 +224,12 @@ def parse_size(text: str) -> str:
     power = " kmgtp".index(unit) if unit else 0
     if number <= 0:
         raise ValueProblem("give a size above 0, like 512m")
+    if number * 1024**power > MAX_INT64:
+        # The API server silently caps a binary quantity (512Mi) at 2^63-1.
+        raise ValueProblem(
+            f"Kubernetes stores a size of at most {MAX_INT64} bytes (2^63-1, just under 8192p); "
+            "give a size like 512m"
+        )
     if number == number.to_integral_value():
         return f"{int(number)}{_BINARY_UNITS[power]}"
     size_bytes = int(number * 1024**power)  # docker truncates fractions of a byte too
