@@ -61,6 +61,7 @@ def _raise_signal(signum: int, frame: FrameType | None) -> None:
 
 
 if TYPE_CHECKING:
+    from kubectl_squarepeg.config import Config
     from kubectl_squarepeg.connect import Connection, KubeconfigProbe
     from kubectl_squarepeg.console import Console
     from kubectl_squarepeg.manifest import Plan
@@ -272,7 +273,12 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
             "running as -i (stdin piped to the container, no terminal)"
         )
         options = dataclasses.replace(options, tty=False)
-    connection = connect(options, local_only=options.dry_run, probe=probe)
+    connection = connect(
+        options,
+        local_only=options.dry_run,
+        probe=probe,
+        kubeconfig_origin=_key_origin(merged, "kubeconfig", "kubeconfig" in explicit),
+    )
     plan = manifest.build_plan(
         options,
         merged,
@@ -293,6 +299,13 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
         return 0
     console.status(connection.banner() + _config_files_note(merged.files))
     return _execute(plan, connection, console)
+
+
+def _key_origin(merged: Config, key: str, flag_given: bool) -> str | None:
+    """FILE:LINE of a config key's value, for an error about it (None when a flag set it)."""
+    if flag_given or merged.values.get(key) is None:
+        return None
+    return str(merged.origin_of(key))
 
 
 def _config_files_note(files: Sequence[str]) -> str:
@@ -464,7 +477,9 @@ def sweep(ctx: click.Context, /, **flags: Any) -> int:
         except values.ValueProblem as problem:
             raise UsageError(f"invalid value {namespace!r} for --namespace", str(problem)) from None
     choice = ClusterFlags(setting("context"), setting("kubeconfig"), namespace)
-    connection = connect(choice)
+    connection = connect(
+        choice, kubeconfig_origin=_key_origin(merged, "kubeconfig", bool(flags["kubeconfig"]))
+    )
     console.status(connection.banner() + _config_files_note(merged.files))
     return orphan_sweep.sweep_now(
         connection,

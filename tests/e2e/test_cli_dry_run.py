@@ -617,6 +617,14 @@ def test_a_kubeconfig_that_does_not_exist_is_an_error(sandbox: Sandbox, args: li
     # One existing file in the list is enough, as for kubectl.
     both = f"/nonexistent/a{os.pathsep}{sandbox.kubeconfig}"
     assert sandbox.dry("alpine", env={"KUBECONFIG": both}).doc["metadata"]["namespace"] == "team-a"
+    # The config key: the error names its file and line; a relative path is the file's.
+    keyed = sandbox.write("conf/c.yaml", "cpus: 1\nkubeconfig: missing-kc\n")
+    key = sandbox("run", *args, "--config", str(keyed), "alpine").one_error()
+    assert key == (
+        f"the kubeconfig file {keyed.parent / 'missing-kc'} does not exist (config kubeconfig, "
+        f"{keyed}:2); fix the path there (a relative one is relative to that config file), or "
+        "remove the key to use $KUBECONFIG or ~/.kube/config"
+    )
 
 
 def test_kubeconfig_flag_picks_the_file(sandbox: Sandbox) -> None:
