@@ -263,7 +263,8 @@ FLAGS: tuple[DockerFlag, ...] = (
     _ok(
         "--platform",
         "`nodeSelector` `kubernetes.io/os` and `kubernetes.io/arch`",
-        "a variant (`linux/arm64/v8`) is accepted and dropped: nodes carry no label for it",
+        "a variant (`linux/arm64/v8`) is accepted and dropped: nodes carry no label for it; an "
+        "OS alone (`linux`) selects no architecture, where docker picks its host's",
     ),
     _ok("--privileged", "`securityContext.privileged: true`", value=False),
     _no("-p --publish", _PUBLISH, _PUBLISH_FIX),

@@ -315,11 +315,23 @@ _ARCH_ALIASES = {"x86_64": "amd64", "x86-64": "amd64", "aarch64": "arm64", "armh
                  "armel": "arm", "i386": "386", "i686": "386"}  # fmt: skip
 
 
+# Go's GOARCH names: an architecture alone (`arm64`) is one of these, not an OS.
+_GO_ARCHES = frozenset({
+    "386", "amd64", "amd64p32", "arm", "armbe", "arm64", "arm64be", "loong64", "mips", "mipsle",
+    "mips64", "mips64le", "mips64p32", "mips64p32le", "ppc", "ppc64", "ppc64le", "riscv",
+    "riscv64", "s390", "s390x", "sparc", "sparc64", "wasm",
+})  # fmt: skip
+
+
 def parse_platform(text: str) -> tuple[str, str | None]:
     """docker's `OS[/ARCH[/VARIANT]]` as the nodes' kubernetes.io/os and kubernetes.io/arch
     labels. Nodes carry no label for a variant (`linux/arm64/v8` is `linux/arm64`), and
-    docker's architecture aliases (`x86_64`, `aarch64`) become GOARCH names as docker's do."""
+    docker's architecture aliases (`x86_64`, `aarch64`) become GOARCH names as docker's do.
+    One word that names an architecture (`arm64`) is `linux/arm64`, as docker on Linux
+    reads it; any other one word is an OS, whatever the node's architecture."""
     lowered = text.strip().lower()
+    if lowered in _ARCH_ALIASES or lowered in _GO_ARCHES:
+        return "linux", _ARCH_ALIASES.get(lowered, lowered)
     for alias, arch in _ARCH_ALIASES.items():
         lowered = lowered.replace(f"/{alias}", f"/{arch}")
     match = re.fullmatch(_PLATFORM, lowered)

@@ -755,6 +755,13 @@ def test_a_project_file_is_used_only_while_trusted(sandbox: Sandbox) -> None:
     assert "is not trusted" in sandbox.dry("alpine").one_error()
 
 
+def test_sweep_refuses_an_untrusted_project_file_too(sandbox: Sandbox) -> None:
+    path = sandbox.write("project/.squarepeg.yaml", "orphan_sweep_min_age: 0\n")
+    for args in (["sweep"], ["sweep", "--dry-run"]):
+        error = sandbox(*args).one_error()
+        assert error.startswith(f"the project config file {path} is not trusted; read it")
+
+
 def test_trust_without_a_project_file_says_what_to_give(sandbox: Sandbox) -> None:
     assert sandbox("config", "trust").one_error() == (
         "no .squarepeg.yaml in this directory or above it; give the file to trust: "
@@ -1250,8 +1257,9 @@ def test_dockers_documented_tmpfs_example_works_with_one_warning(sandbox: Sandbo
     ]
 
 
-def test_platform_takes_dockers_variant_form(sandbox: Sandbox) -> None:
-    assert sandbox.dry("--platform", "linux/arm64/v8", "alpine").doc["spec"]["nodeSelector"] == {
+@pytest.mark.parametrize("platform", ["linux/arm64/v8", "linux/aarch64", "arm64"])
+def test_platform_takes_dockers_variant_form(sandbox: Sandbox, platform: str) -> None:
+    assert sandbox.dry("--platform", platform, "alpine").doc["spec"]["nodeSelector"] == {
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": "arm64",
     }

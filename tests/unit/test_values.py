@@ -54,6 +54,11 @@ GOOD: list[tuple[Callable[[str], Any], str, Any]] = [
     (values.parse_platform, "linux/x86_64", ("linux", "amd64")),
     (values.parse_platform, "linux/aarch64", ("linux", "arm64")),
     (values.parse_platform, "linux", ("linux", None)),
+    # One word naming an architecture is linux/ARCH, as docker on Linux reads it.
+    (values.parse_platform, "arm64", ("linux", "arm64")),
+    (values.parse_platform, "x86_64", ("linux", "amd64")),
+    (values.parse_platform, "AARCH64", ("linux", "arm64")),
+    (values.parse_platform, "windows", ("windows", None)),
     (values.parse_cpus, "0", None),
     (values.parse_cpus, "0.0", None),
     (values.parse_memory, "0", None),
