@@ -655,3 +655,15 @@ def test_config_view_show_origin_puts_a_comment_on_every_value() -> None:
         "  patches: []  # default",
     ]
     assert yaml.safe_load(text)["env"]["B"] == "two\nlines\n"
+
+
+@pytest.mark.parametrize(
+    ("key", "answer"),
+    [
+        ("volume", "docker's -v/--volume is refused: a path on your machine cannot be mounted"),
+        ("cpu_shares", "docker's -c/--cpu-shares is refused: Kubernetes weighs CPU by the "
+         "request; use --cpus"),
+    ],
+)  # fmt: skip
+def test_a_refused_docker_flag_as_a_key_gets_the_tables_answer(key: str, answer: str) -> None:
+    assert error(f"{key}: x\n").startswith(f"unknown config key {key!r} (a.yaml:1); {answer}")

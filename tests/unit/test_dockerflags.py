@@ -102,7 +102,9 @@ def test_did_you_mean_never_offers_a_refused_flag(
     assert not any(f"'{name}'" in error for name in dockerflags.REFUSED_NAMES), error
 
 
-@pytest.mark.parametrize("args", [["--restart", "no"], ["--no-healthcheck"], ["--rm"]])
+@pytest.mark.parametrize(
+    "args", [["--restart", "no"], ["--no-healthcheck"], ["--rm"], ["--disable-content-trust"]]
+)
 def test_accepted_no_ops_parse(args: list[str]) -> None:
     ctx = cli.run.make_context("run", [*args, "alpine"])
     assert ctx.params["image"] == "alpine"
