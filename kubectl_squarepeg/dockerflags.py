@@ -213,7 +213,10 @@ FLAGS: tuple[DockerFlag, ...] = (
     ),
     _no("--isolation", _WINDOWS, "leave it out"),
     _no("--kernel-memory", "docker itself no longer supports it", "use -m"),
-    _ok("-l --label", "`metadata.labels` (`squarepeg.io/*` is reserved)"),
+    _ok(
+        "-l --label",
+        '`metadata.labels` (`squarepeg.io/*` is reserved; a bare KEY has the value `""`)',
+    ),
     _ok(
         "--label-file",
         "`metadata.labels`, from a file of KEY=VALUE lines (blank lines and `#` comments "

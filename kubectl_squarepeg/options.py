@@ -168,16 +168,25 @@ class _Merger:
     def listing(self, param: str, parse: Callable[[str], T]) -> tuple[T, ...]:
         return _unique([*self.conf(param, []), *self.items(param, parse)])
 
-    def mapping(self, param: str, validate: Callable[[str, str], None]) -> dict[str, str]:
+    def mapping(
+        self,
+        param: str,
+        validate: Callable[[str, str], None],
+        split: Callable[[str], tuple[str, str]] = values.parse_key_value,
+    ) -> dict[str, str]:
         merged = dict(self.conf(param, {}))
-        for key, value in self.items(param, lambda s: _checked_pair(s, validate)):
+        for key, value in self.items(param, lambda s: _checked_pair(s, validate, split)):
             merged[key] = value
             self.cli_keys.setdefault(param, {})[key] = flag_name(param)
         return merged
 
 
-def _checked_pair(raw: str, validate: Callable[[str, str], None]) -> tuple[str, str]:
-    key, value = values.parse_key_value(raw)
+def _checked_pair(
+    raw: str,
+    validate: Callable[[str, str], None],
+    split: Callable[[str], tuple[str, str]] = values.parse_key_value,
+) -> tuple[str, str]:
+    key, value = split(raw)
     validate(key, value)
     return key, value
 
@@ -281,7 +290,10 @@ def _merge_labels(merger: _Merger, read_text: Callable[[str], str]) -> dict[str,
         for key, value in _label_file_items(path, read_text):
             labels[key] = value
             keys[key] = "--label-file"
-    for key, value in merger.items("label", lambda s: _checked_pair(s, _validate_label)):
+    label_pair = values.parse_docker_pair
+    for key, value in merger.items(
+        "label", lambda s: _checked_pair(s, _validate_label, label_pair)
+    ):
         labels[key] = value
         keys[key] = "--label"
     if keys:
@@ -439,7 +451,7 @@ def build_run_options(
         config_paths=tuple(flags.get("config") or ()),
         env=env,
         labels=labels,
-        annotations=m.mapping("annotation", _validate_annotation),
+        annotations=m.mapping("annotation", _validate_annotation, values.parse_docker_pair),
         node_selector=m.mapping("node_selector", _validate_label),
         workdir=m.scalar("workdir", values.parse_workdir),
         user=m.scalar("user", values.parse_user),

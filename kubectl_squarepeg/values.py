@@ -121,6 +121,16 @@ def parse_key_value(text: str) -> tuple[str, str]:
     return key, value
 
 
+def parse_docker_pair(text: str) -> tuple[str, str]:
+    """docker's `-l`/`--annotation` `KEY[=VALUE]`: a bare KEY has the empty value, as in
+    docker (`docker run -l my-label` is its documented example)."""
+    if "=" in text:
+        return parse_key_value(text)
+    if not text:
+        raise ValueProblem("give KEY or KEY=VALUE")
+    return text, ""
+
+
 def _env_name(name: str) -> str:
     if not name or any(ch.isspace() for ch in name):
         raise ValueProblem(f"{name!r} is not a variable name; use KEY=VALUE or KEY")

@@ -1257,6 +1257,27 @@ def test_dockers_documented_tmpfs_example_works_with_one_warning(sandbox: Sandbo
     ]
 
 
+# docker's reference (container_run.md) examples that use only flags squarepeg supports.
+DOCKERS_EXAMPLES = [
+    "-w /path/to/dir/ ubuntu pwd",
+    "--pull=never hello-world",
+    "-l my-label --label com.example.foo=bar ubuntu bash",
+    "--env VAR1=value1 --env VAR2=value2 ubuntu env",
+    "--add-host=my-hostname=8.8.8.8 --rm alpine",
+    "--add-host my-hostname=[2001:db8::33] --rm alpine",
+    "--add-host=my-hostname:8.8.8.8 --rm alpine",
+    "--sysctl net.ipv4.ip_forward=1 someimage",
+    "-t -i --privileged ubuntu bash",
+]
+
+
+@pytest.mark.parametrize("example", DOCKERS_EXAMPLES)
+def test_dockers_documented_examples_work(sandbox: Sandbox, example: str) -> None:
+    result = sandbox.dry(*example.split())
+    assert result.code == 0 and result.doc["kind"] == "Pod", result.stderr
+    assert not [line for line in result.lines if not line.startswith("squarepeg: warning: -t ")]
+
+
 @pytest.mark.parametrize("platform", ["linux/arm64/v8", "linux/aarch64", "arm64"])
 def test_platform_takes_dockers_variant_form(sandbox: Sandbox, platform: str) -> None:
     assert sandbox.dry("--platform", platform, "alpine").doc["spec"]["nodeSelector"] == {

@@ -263,7 +263,7 @@ def test_keep_from_flags_and_cleanup(conf: str, given: Mapping[str, Any], keep: 
         ({"gpus": "all"}, "invalid value 'all' for --gpus; Kubernetes schedules GPUs by count"),
         ({"mode": "deamon"}, "invalid value 'deamon' for --mode; use pod or job"),
         ({"env": ("=x",)}, "invalid value '=...' for --env; '' is not a variable name"),
-        ({"label": ("team",)}, "invalid value 'team' for --label; use KEY=VALUE"),
+        ({"label": ("=team",)}, "invalid value '=team' for --label; the key before '=' is empty"),
         (
             {"label": ("squarepeg.io/keep=true",)},
             "--label squarepeg.io/keep touches a label reserved for squarepeg; "
@@ -390,6 +390,13 @@ def test_label_files_sit_between_config_labels_and_label_flags() -> None:
         "flag": "--label-file",
         "tier": "--label",
     }
+
+
+def test_a_bare_label_or_annotation_key_has_the_empty_value_as_in_docker() -> None:
+    # docker's documented `docker run -l my-label --label com.example.foo=bar ubuntu bash`
+    o = options(label=("my-label", "com.example.foo=bar"), annotation=("example.com/note",))
+    assert o.labels == {"my-label": "", "com.example.foo": "bar"}
+    assert o.annotations == {"example.com/note": ""}
 
 
 def test_memory_reservation_alone_with_a_limit_and_from_config() -> None:
