@@ -484,14 +484,20 @@ def parse_dns_option(text: str) -> tuple[str, str | None]:
 
 
 def parse_group_id(text: str) -> int:
-    """A supplementary group for `--group-add`: a numeric GID (Kubernetes stores an int64)."""
+    """A supplementary group for `--group-add`: a numeric GID. The field is an int64, but
+    the API server accepts a group ID up to 2^31-1 only, as for runAsGroup."""
     stripped = text.strip()
     if stripped and not re.fullmatch(r"-?\d+", stripped):
         raise ValueProblem(
             "Kubernetes takes numeric group IDs only and cannot look a group name up in the "
             "image; give the GID, like 1000 (`getent group NAME` in the image shows it)"
         )
-    return parse_nonnegative_int(stripped)
+    gid = parse_nonnegative_int(stripped)
+    if gid > MAX_INT32:
+        raise ValueProblem(
+            f"Kubernetes stores user and group IDs up to {MAX_INT32} (2^31-1); give a smaller ID"
+        )
+    return gid
 
 
 # Kubernetes' sysctl name: segments of [a-z0-9_-] (alphanumeric at both ends) joined by

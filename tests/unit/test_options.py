@@ -420,6 +420,11 @@ def test_memory_reservation_alone_with_a_limit_and_from_config() -> None:
             f"invalid value '{2**63}' for --group-add; Kubernetes stores at most {2**63 - 1}",
         ),
         (
+            {"group_add": (str(2**31),)},
+            f"invalid value '{2**31}' for --group-add; Kubernetes stores user and group IDs up "
+            f"to {2**31 - 1} (2^31-1)",
+        ),
+        (
             {"sysctl": ("Net.IPv4.x=1",)},
             "invalid value 'Net.IPv4.x=1' for --sysctl; a sysctl name is lowercase letters",
         ),
