@@ -338,6 +338,7 @@ def check_combination(options: RunOptions, flags: Mapping[str, Any]) -> None:
             "use --shm-size SIZE, or --tmpfs /dev/shm:size=SIZE, not both",
         )
     _check_memory_reservation(options)
+    _check_dns_counts(options)
     paths = [t.path for t in options.tmpfs]
     for path in paths:
         if paths.count(path) > 1:
@@ -345,6 +346,26 @@ def check_combination(options: RunOptions, flags: Mapping[str, Any]) -> None:
                 f"--tmpfs {path} is given twice with different options",
                 "give each tmpfs mount point once",
             )
+
+
+# What the API server accepts in a pod's dnsConfig (docker takes any number).
+MAX_NAMESERVERS = 3
+MAX_DNS_SEARCHES = 32
+
+
+def _check_dns_counts(options: RunOptions) -> None:
+    if len(options.dns) > MAX_NAMESERVERS:
+        raise UsageError(
+            f"--dns: {len(options.dns)} nameservers in all (config's `dns` included); Kubernetes "
+            f"takes at most {MAX_NAMESERVERS}, the number a resolver uses",
+            f"give at most {MAX_NAMESERVERS} --dns",
+        )
+    if len(options.dns_search) > MAX_DNS_SEARCHES:
+        raise UsageError(
+            f"--dns-search: {len(options.dns_search)} search domains in all (config's "
+            f"`dns_search` included); Kubernetes takes at most {MAX_DNS_SEARCHES}",
+            f"give at most {MAX_DNS_SEARCHES} --dns-search",
+        )
 
 
 def _check_memory_reservation(options: RunOptions) -> None:

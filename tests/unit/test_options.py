@@ -392,6 +392,17 @@ def test_label_files_sit_between_config_labels_and_label_flags() -> None:
     }
 
 
+def test_more_nameservers_or_search_domains_than_kubernetes_takes_are_refused() -> None:
+    four = ("1.1.1.1", "1.0.0.1", "8.8.8.8", "8.8.4.4")
+    assert options(dns=four[:3]).dns == four[:3]
+    assert usage_error("dns: [9.9.9.9]\n", dns=four[:3]).startswith(
+        "--dns: 4 nameservers in all (config's `dns` included); Kubernetes takes at most 3"
+    )
+    domains = tuple(f"d{i}.example.com" for i in range(33))
+    assert len(options(dns_search=domains[:32]).dns_search) == 32
+    assert usage_error(dns_search=domains).startswith("--dns-search: 33 search domains in all")
+
+
 def test_a_bare_label_or_annotation_key_has_the_empty_value_as_in_docker() -> None:
     # docker's documented `docker run -l my-label --label com.example.foo=bar ubuntu bash`
     o = options(label=("my-label", "com.example.foo=bar"), annotation=("example.com/note",))
