@@ -148,7 +148,7 @@ KEYS: dict[str, _Key] = {
     "read_only": _Key("bool", "true or false"),
     "tmpfs": _Key("list", "a list of PATH[:OPTIONS] like /run:size=64m", values.parse_tmpfs),
     "shm_size": _Key("scalar", "a size like 64m", values.parse_size),
-    "hostname": _Key("scalar", "a host name like worker-1", values.validate_name),
+    "hostname": _Key("scalar", "a host name like worker-1", values.validate_hostname),
     "add_host": _Key("list", "a list of HOST:IP strings", values.parse_add_host),
     "dns": _Key("list", "a list of IP addresses", values.parse_dns_ip),
     "dns_search": _Key("list", "a list of domains", values.parse_dns_search),

@@ -187,7 +187,11 @@ FLAGS: tuple[DockerFlag, ...] = (
     _no("--health-start-period", _HEALTH, _HEALTH_FIX),
     _no("--health-timeout", _HEALTH, _HEALTH_FIX),
     _ok("--help", "prints `run`'s help", value=False),
-    _ok("-h --hostname", "`spec.hostname`"),
+    _ok(
+        "-h --hostname",
+        "`spec.hostname`",
+        "one label: a dotted name is refused (the domain is `subdomain` under `kubernetes.spec`)",
+    ),
     _no(
         "--init",
         "the pod has no docker-init; its main process is PID 1",

@@ -489,7 +489,7 @@ def build_run_options(
         cap_drop=m.listing("cap_drop", values.parse_capability),
         tmpfs=_merge_tmpfs(m),
         shm_size=m.scalar("shm_size", values.parse_size),
-        hostname=m.scalar("hostname", values.validate_name),
+        hostname=m.scalar("hostname", values.validate_hostname),
         add_host=m.listing("add_host", values.parse_add_host),
         dns=m.listing("dns", values.parse_dns_ip),
         dns_search=m.listing("dns_search", values.parse_dns_search),

@@ -49,6 +49,17 @@ def validate_name(text: str) -> str:
     return text
 
 
+def validate_hostname(text: str) -> str:
+    """`-h/--hostname`: a pod's host name is one RFC 1123 label, where docker also takes a
+    dotted name; the dotted case gets its own hint."""
+    if "." in text:
+        raise ValueProblem(
+            "a pod's host name is one label, without dots; give the first part, and set "
+            "`subdomain` under `kubernetes.spec` in a config file for the domain"
+        )
+    return validate_name(text)
+
+
 def validate_subdomain(text: str) -> str:
     """A lowercase RFC 1123 subdomain (secret, service account, class names)."""
     if len(text) > MAX_SUBDOMAIN or not re.fullmatch(_DNS_SUBDOMAIN, text):

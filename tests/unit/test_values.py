@@ -130,6 +130,8 @@ BAD: list[tuple[Callable[[str], Any], str, str]] = [
     (values.validate_name, "-run", "starting and ending with a letter or digit"),
     (values.validate_name, "a" * 64, "at most 63 characters (this one has 64)"),
     (values.validate_subdomain, "Secret", "lowercase letters, digits, '-' and '.'"),
+    (values.validate_hostname, "foo.example.com", "a pod's host name is one label, without dots"),
+    (values.validate_hostname, "Box", "use lowercase letters, digits and '-'"),
     (values.validate_label_key, "Example.com/x", "prefix 'Example.com' must be a lowercase"),
     (values.validate_label_key, "bad key", "a key is NAME or PREFIX/NAME"),
     (values.validate_label_value, "-x", "a label value has at most 63"),
