@@ -263,7 +263,7 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
         explicit,
         merged,
         environ=os.environ,
-        read_text=config.read_env_file_text,
+        read_text=config.read_key_value_file_text,
     )
     console.quiet = options.quiet
     if options.interactive and options.tty and not sys.stdin.isatty():
@@ -507,6 +507,10 @@ def _execute(plan: Plan, connection: Connection, console: Console) -> int:
     """
     from kubectl_squarepeg import runner
 
+    if _early_signal:
+        # Its raise was swallowed: Python cannot raise out of a weakref callback or a
+        # __del__, and one was running when the signal was handled. Nothing is created yet.
+        raise _Signalled(_early_signal[0])
     return runner.execute(plan, connection, console)
 
 
