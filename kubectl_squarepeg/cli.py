@@ -15,6 +15,7 @@ while `run alpine -- ls` hands `--` on to the container, as `docker run` does.
 
 from __future__ import annotations
 
+import copy
 import os
 import signal
 import sys
@@ -61,6 +62,7 @@ def _raise_signal(signum: int, frame: FrameType | None) -> None:
 
 
 if TYPE_CHECKING:
+    from kubectl_squarepeg.config import Config
     from kubectl_squarepeg.connect import Connection, KubeconfigProbe
     from kubectl_squarepeg.console import Console
     from kubectl_squarepeg.manifest import Plan
@@ -142,6 +144,16 @@ def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
     return click.option(*names, multiple=True, metavar=metavar, help=help)
 
 
+class _WithHiddenAlias(click.Option):
+    """An option whose last name is an alias docker accepts but hides from its help
+    (`--dns-opt`): parsed like the others, left out of `run --help` as docker does."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        shown = copy.copy(self)
+        shown.opts = self.opts[:-1]
+        return click.Option.get_help_record(shown, ctx)
+
+
 # --- run --------------------------------------------------------------------------------
 
 
@@ -152,9 +164,9 @@ def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
 @click.option("--name", metavar="NAME", help="Pod/Job name (lowercase RFC 1123 label).")
 @_many("-e", "--env", metavar="KEY[=VALUE]", help="Set an environment variable.")
 @_many("--env-file", metavar="FILE", help="Read environment variables from a docker env file.")
-@_many("-l", "--label", metavar="KEY=VALUE", help="Add a label.")
+@_many("-l", "--label", metavar="KEY[=VALUE]", help="Add a label.")
 @_many("--label-file", metavar="FILE", help="Read labels from a file of KEY=VALUE lines.")
-@_many("--annotation", metavar="KEY=VALUE", help="Add an annotation.")
+@_many("--annotation", metavar="KEY[=VALUE]", help="Add an annotation.")
 @click.option("-w", "--workdir", metavar="DIR", help="Working directory inside the container.")
 @click.option("-u", "--user", metavar="UID[:GID]", help="Numeric user (and group) to run as.")
 @click.option("--entrypoint", metavar="CMD", help='Replace the image\'s ENTRYPOINT ("" resets it).')
@@ -180,7 +192,14 @@ def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
 @_many("--add-host", metavar="HOST:IP", help="Add an /etc/hosts entry.")
 @_many("--dns", metavar="IP", help="Use this nameserver instead of the cluster's.")
 @_many("--dns-search", metavar="DOMAIN", help="Add a DNS search domain.")
-@_many("--dns-option", metavar="OPT[:VALUE]", help="Add a resolv.conf option, e.g. ndots:2.")
+@click.option(
+    "--dns-option",
+    "--dns-opt",
+    cls=_WithHiddenAlias,
+    multiple=True,
+    metavar="OPT[:VALUE]",
+    help="Add a resolv.conf option, e.g. ndots:2.",
+)
 @click.option("--stop-timeout", metavar="SECONDS", help="Grace period before SIGKILL.")
 @click.option("--runtime", metavar="NAME", help="RuntimeClass to run with.")
 @click.option("--rm", is_flag=True, help="Accepted for docker habit: deleting is the default.")
@@ -255,7 +274,12 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
             "running as -i (stdin piped to the container, no terminal)"
         )
         options = dataclasses.replace(options, tty=False)
-    connection = connect(options, local_only=options.dry_run, probe=probe)
+    connection = connect(
+        options,
+        local_only=options.dry_run,
+        probe=probe,
+        kubeconfig_origin=_key_origin(merged, "kubeconfig", "kubeconfig" in explicit),
+    )
     plan = manifest.build_plan(
         options,
         merged,
@@ -276,6 +300,13 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
         return 0
     console.status(connection.banner() + _config_files_note(merged.files))
     return _execute(plan, connection, console)
+
+
+def _key_origin(merged: Config, key: str, flag_given: bool) -> str | None:
+    """FILE:LINE of a config key's value, for an error about it (None when a flag set it)."""
+    if flag_given or merged.values.get(key) is None:
+        return None
+    return str(merged.origin_of(key))
 
 
 def _config_files_note(files: Sequence[str]) -> str:
@@ -447,7 +478,9 @@ def sweep(ctx: click.Context, /, **flags: Any) -> int:
         except values.ValueProblem as problem:
             raise UsageError(f"invalid value {namespace!r} for --namespace", str(problem)) from None
     choice = ClusterFlags(setting("context"), setting("kubeconfig"), namespace)
-    connection = connect(choice)
+    connection = connect(
+        choice, kubeconfig_origin=_key_origin(merged, "kubeconfig", bool(flags["kubeconfig"]))
+    )
     console.status(connection.banner() + _config_files_note(merged.files))
     return orphan_sweep.sweep_now(
         connection,

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kubectl_squarepeg import values
+from kubectl_squarepeg import dockerflags, values
 from kubectl_squarepeg.claims import deep_merge, describe, is_named_list, named_segment
 from kubectl_squarepeg.errors import ConfigError
 from kubectl_squarepeg.trust import Store, Verdict, refusal, user_config_dir
@@ -148,7 +148,7 @@ KEYS: dict[str, _Key] = {
     "read_only": _Key("bool", "true or false"),
     "tmpfs": _Key("list", "a list of PATH[:OPTIONS] like /run:size=64m", values.parse_tmpfs),
     "shm_size": _Key("scalar", "a size like 64m", values.parse_size),
-    "hostname": _Key("scalar", "a host name like worker-1", values.validate_name),
+    "hostname": _Key("scalar", "a host name like worker-1", values.validate_hostname),
     "add_host": _Key("list", "a list of HOST:IP strings", values.parse_add_host),
     "dns": _Key("list", "a list of IP addresses", values.parse_dns_ip),
     "dns_search": _Key("list", "a list of domains", values.parse_dns_search),
@@ -772,6 +772,10 @@ class _Validator:
 def _suggest(key: str, known: Iterable[str] = ALL_KEYS, fallback: str | None = None) -> str:
     if key in _NOT_KEYS:
         return _NOT_KEYS[key]
+    refused = dockerflags.BY_NAME.get("--" + key.replace("_", "-"))
+    if known is ALL_KEYS and refused is not None and refused.status == "refused":
+        # A docker flag squarepeg refuses gets the same answer as on the command line.
+        return f"docker's {'/'.join(refused.names)} is refused: {refused.meaning}; {refused.note}"
     candidates = list(known)
     import difflib  # only for the error path
 

@@ -271,15 +271,24 @@ def _in_cluster(
     return Connection(target, namespace, IN_CLUSTER, True)
 
 
-def missing_kubeconfig(options: ClusterChoice, environ: Mapping[str, str]) -> UsageError | None:
+def missing_kubeconfig(
+    options: ClusterChoice, environ: Mapping[str, str], config_origin: str | None = None
+) -> UsageError | None:
     """An error when the kubeconfig the user named does not exist: `--kubeconfig FILE` (or
-    the config key), or a $KUBECONFIG none of whose files exists. Checked before anything
-    else, a dry run included: a typo there must not quietly become the `default` namespace.
-    (kubectl itself skips a missing file in a $KUBECONFIG list, so one existing file is
-    enough.)"""
+    the config key, whose FILE:LINE is `config_origin`), or a $KUBECONFIG none of whose
+    files exists. Checked before anything else, a dry run included: a typo there must not
+    quietly become the `default` namespace. (kubectl itself skips a missing file in a
+    $KUBECONFIG list, so one existing file is enough.)"""
     if options.kubeconfig:
         if os.path.exists(options.kubeconfig):
             return None
+        if config_origin is not None:
+            return UsageError(
+                f"the kubeconfig file {options.kubeconfig} does not exist (config kubeconfig, "
+                f"{config_origin})",
+                "fix the path there (a relative one is relative to that config file), or remove "
+                "the key to use $KUBECONFIG or ~/.kube/config",
+            )
         return UsageError(
             f"the kubeconfig file {options.kubeconfig} does not exist (--kubeconfig)",
             "check the path, or leave --kubeconfig out to use $KUBECONFIG or ~/.kube/config",
@@ -304,14 +313,17 @@ def connect(
     environ: Mapping[str, str] | None = None,
     local_only: bool = False,
     probe: KubeconfigProbe | None = None,
+    kubeconfig_origin: str | None = None,
 ) -> Connection:
     """Resolve the target of every kubectl call of this run.
 
     `local_only` (a client-side dry run) degrades to the "default" namespace on a missing
     or broken kubeconfig, but an explicit --context that does not exist is an error.
+    `kubeconfig_origin` is the FILE:LINE of a kubeconfig a config file named (None when it
+    came from --kubeconfig), for the error when that file does not exist.
     """
     environ = os.environ if environ is None else environ
-    missing = missing_kubeconfig(options, environ)
+    missing = missing_kubeconfig(options, environ, kubeconfig_origin)
     if missing is not None:
         if probe is not None:
             probe.discard()

@@ -152,7 +152,7 @@ FLAGS: tuple[DockerFlag, ...] = (
         "names stop resolving",
     ),
     _ok(
-        "--dns-option",
+        "--dns-option --dns-opt",
         "`spec.dnsConfig.options` (`ndots:2` -> name `ndots`, value `2`; `rotate` -> name only)",
         "added to the cluster's resolv.conf options; alone it keeps the cluster's `dnsPolicy`",
     ),
@@ -164,7 +164,8 @@ FLAGS: tuple[DockerFlag, ...] = (
     ),
     _ok(
         "--entrypoint",
-        "the main container's `command`; `--entrypoint \"\"` resets it to the image's",
+        'the main container\'s `command`; `--entrypoint ""` resets it, as in docker: the words '
+        "after IMAGE are then the whole `command`",
     ),
     _ok("-e --env", "the main container's `env` (a bare KEY takes your local value)"),
     _ok("--env-file", "the main container's `env`, from docker's env-file format"),
@@ -186,7 +187,11 @@ FLAGS: tuple[DockerFlag, ...] = (
     _no("--health-start-period", _HEALTH, _HEALTH_FIX),
     _no("--health-timeout", _HEALTH, _HEALTH_FIX),
     _ok("--help", "prints `run`'s help", value=False),
-    _ok("-h --hostname", "`spec.hostname`"),
+    _ok(
+        "-h --hostname",
+        "`spec.hostname`",
+        "one label: a dotted name is refused (the domain is `subdomain` under `kubernetes.spec`)",
+    ),
     _no(
         "--init",
         "the pod has no docker-init; its main process is PID 1",
@@ -212,7 +217,10 @@ FLAGS: tuple[DockerFlag, ...] = (
     ),
     _no("--isolation", _WINDOWS, "leave it out"),
     _no("--kernel-memory", "docker itself no longer supports it", "use -m"),
-    _ok("-l --label", "`metadata.labels` (`squarepeg.io/*` is reserved)"),
+    _ok(
+        "-l --label",
+        '`metadata.labels` (`squarepeg.io/*` is reserved; a bare KEY has the value `""`)',
+    ),
     _ok(
         "--label-file",
         "`metadata.labels`, from a file of KEY=VALUE lines (blank lines and `#` comments "
@@ -262,7 +270,8 @@ FLAGS: tuple[DockerFlag, ...] = (
     _ok(
         "--platform",
         "`nodeSelector` `kubernetes.io/os` and `kubernetes.io/arch`",
-        "a variant (`linux/arm64/v8`) is accepted and dropped: nodes carry no label for it",
+        "a variant (`linux/arm64/v8`) is accepted and dropped: nodes carry no label for it; an "
+        "OS alone (`linux`) selects no architecture, where docker picks its host's",
     ),
     _ok("--privileged", "`securityContext.privileged: true`", value=False),
     _no("-p --publish", _PUBLISH, _PUBLISH_FIX),

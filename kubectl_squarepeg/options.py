@@ -168,16 +168,25 @@ class _Merger:
     def listing(self, param: str, parse: Callable[[str], T]) -> tuple[T, ...]:
         return _unique([*self.conf(param, []), *self.items(param, parse)])
 
-    def mapping(self, param: str, validate: Callable[[str, str], None]) -> dict[str, str]:
+    def mapping(
+        self,
+        param: str,
+        validate: Callable[[str, str], None],
+        split: Callable[[str], tuple[str, str]] = values.parse_key_value,
+    ) -> dict[str, str]:
         merged = dict(self.conf(param, {}))
-        for key, value in self.items(param, lambda s: _checked_pair(s, validate)):
+        for key, value in self.items(param, lambda s: _checked_pair(s, validate, split)):
             merged[key] = value
             self.cli_keys.setdefault(param, {})[key] = flag_name(param)
         return merged
 
 
-def _checked_pair(raw: str, validate: Callable[[str, str], None]) -> tuple[str, str]:
-    key, value = values.parse_key_value(raw)
+def _checked_pair(
+    raw: str,
+    validate: Callable[[str, str], None],
+    split: Callable[[str], tuple[str, str]] = values.parse_key_value,
+) -> tuple[str, str]:
+    key, value = split(raw)
     validate(key, value)
     return key, value
 
@@ -281,7 +290,10 @@ def _merge_labels(merger: _Merger, read_text: Callable[[str], str]) -> dict[str,
         for key, value in _label_file_items(path, read_text):
             labels[key] = value
             keys[key] = "--label-file"
-    for key, value in merger.items("label", lambda s: _checked_pair(s, _validate_label)):
+    label_pair = values.parse_docker_pair
+    for key, value in merger.items(
+        "label", lambda s: _checked_pair(s, _validate_label, label_pair)
+    ):
         labels[key] = value
         keys[key] = "--label"
     if keys:
@@ -326,6 +338,7 @@ def check_combination(options: RunOptions, flags: Mapping[str, Any]) -> None:
             "use --shm-size SIZE, or --tmpfs /dev/shm:size=SIZE, not both",
         )
     _check_memory_reservation(options)
+    _check_dns_counts(options)
     paths = [t.path for t in options.tmpfs]
     for path in paths:
         if paths.count(path) > 1:
@@ -333,6 +346,26 @@ def check_combination(options: RunOptions, flags: Mapping[str, Any]) -> None:
                 f"--tmpfs {path} is given twice with different options",
                 "give each tmpfs mount point once",
             )
+
+
+# What the API server accepts in a pod's dnsConfig (docker takes any number).
+MAX_NAMESERVERS = 3
+MAX_DNS_SEARCHES = 32
+
+
+def _check_dns_counts(options: RunOptions) -> None:
+    if len(options.dns) > MAX_NAMESERVERS:
+        raise UsageError(
+            f"--dns: {len(options.dns)} nameservers in all (config's `dns` included); Kubernetes "
+            f"takes at most {MAX_NAMESERVERS}, the number a resolver uses",
+            f"give at most {MAX_NAMESERVERS} --dns",
+        )
+    if len(options.dns_search) > MAX_DNS_SEARCHES:
+        raise UsageError(
+            f"--dns-search: {len(options.dns_search)} search domains in all (config's "
+            f"`dns_search` included); Kubernetes takes at most {MAX_DNS_SEARCHES}",
+            f"give at most {MAX_DNS_SEARCHES} --dns-search",
+        )
 
 
 def _check_memory_reservation(options: RunOptions) -> None:
@@ -439,7 +472,7 @@ def build_run_options(
         config_paths=tuple(flags.get("config") or ()),
         env=env,
         labels=labels,
-        annotations=m.mapping("annotation", _validate_annotation),
+        annotations=m.mapping("annotation", _validate_annotation, values.parse_docker_pair),
         node_selector=m.mapping("node_selector", _validate_label),
         workdir=m.scalar("workdir", values.parse_workdir),
         user=m.scalar("user", values.parse_user),
@@ -456,7 +489,7 @@ def build_run_options(
         cap_drop=m.listing("cap_drop", values.parse_capability),
         tmpfs=_merge_tmpfs(m),
         shm_size=m.scalar("shm_size", values.parse_size),
-        hostname=m.scalar("hostname", values.validate_name),
+        hostname=m.scalar("hostname", values.validate_hostname),
         add_host=m.listing("add_host", values.parse_add_host),
         dns=m.listing("dns", values.parse_dns_ip),
         dns_search=m.listing("dns_search", values.parse_dns_search),

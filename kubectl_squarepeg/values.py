@@ -49,6 +49,17 @@ def validate_name(text: str) -> str:
     return text
 
 
+def validate_hostname(text: str) -> str:
+    """`-h/--hostname`: a pod's host name is one RFC 1123 label, where docker also takes a
+    dotted name; the dotted case gets its own hint."""
+    if "." in text:
+        raise ValueProblem(
+            "a pod's host name is one label, without dots; give the first part, and set "
+            "`subdomain` under `kubernetes.spec` in a config file for the domain"
+        )
+    return validate_name(text)
+
+
 def validate_subdomain(text: str) -> str:
     """A lowercase RFC 1123 subdomain (secret, service account, class names)."""
     if len(text) > MAX_SUBDOMAIN or not re.fullmatch(_DNS_SUBDOMAIN, text):
@@ -119,6 +130,16 @@ def parse_key_value(text: str) -> tuple[str, str]:
     if not key:
         raise ValueProblem("the key before '=' is empty; use KEY=VALUE")
     return key, value
+
+
+def parse_docker_pair(text: str) -> tuple[str, str]:
+    """docker's `-l`/`--annotation` `KEY[=VALUE]`: a bare KEY has the empty value, as in
+    docker (`docker run -l my-label` is its documented example)."""
+    if "=" in text:
+        return parse_key_value(text)
+    if not text:
+        raise ValueProblem("give KEY or KEY=VALUE")
+    return text, ""
 
 
 def _env_name(name: str) -> str:
@@ -196,6 +217,12 @@ def parse_cpus(text: str) -> str | None:
         )
     if millis <= 0:
         raise ValueProblem("ask for more than 0 CPUs, like 0.5")
+    if millis > MAX_INT64:
+        # The scheduler and the kubelet read a CPU quantity as int64 millicores.
+        raise ValueProblem(
+            f"Kubernetes counts CPUs in millicores up to {MAX_INT64} (2^63-1); give a number of "
+            "CPUs like 2"
+        )
     whole, rest = divmod(int(millis), 1000)
     return str(whole) if rest == 0 else f"{int(millis)}m"
 
@@ -218,6 +245,12 @@ def parse_size(text: str) -> str:
     power = " kmgtp".index(unit) if unit else 0
     if number <= 0:
         raise ValueProblem("give a size above 0, like 512m")
+    if number * 1024**power > MAX_INT64:
+        # The API server silently caps a binary quantity (512Mi) at 2^63-1.
+        raise ValueProblem(
+            f"Kubernetes stores a size of at most {MAX_INT64} bytes (2^63-1, just under 8192p); "
+            "give a size like 512m"
+        )
     if number == number.to_integral_value():
         return f"{int(number)}{_BINARY_UNITS[power]}"
     size_bytes = int(number * 1024**power)  # docker truncates fractions of a byte too
@@ -303,11 +336,23 @@ _ARCH_ALIASES = {"x86_64": "amd64", "x86-64": "amd64", "aarch64": "arm64", "armh
                  "armel": "arm", "i386": "386", "i686": "386"}  # fmt: skip
 
 
+# Go's GOARCH names: an architecture alone (`arm64`) is one of these, not an OS.
+_GO_ARCHES = frozenset({
+    "386", "amd64", "amd64p32", "arm", "armbe", "arm64", "arm64be", "loong64", "mips", "mipsle",
+    "mips64", "mips64le", "mips64p32", "mips64p32le", "ppc", "ppc64", "ppc64le", "riscv",
+    "riscv64", "s390", "s390x", "sparc", "sparc64", "wasm",
+})  # fmt: skip
+
+
 def parse_platform(text: str) -> tuple[str, str | None]:
     """docker's `OS[/ARCH[/VARIANT]]` as the nodes' kubernetes.io/os and kubernetes.io/arch
     labels. Nodes carry no label for a variant (`linux/arm64/v8` is `linux/arm64`), and
-    docker's architecture aliases (`x86_64`, `aarch64`) become GOARCH names as docker's do."""
+    docker's architecture aliases (`x86_64`, `aarch64`) become GOARCH names as docker's do.
+    One word that names an architecture (`arm64`) is `linux/arm64`, as docker on Linux
+    reads it; any other one word is an OS, whatever the node's architecture."""
     lowered = text.strip().lower()
+    if lowered in _ARCH_ALIASES or lowered in _GO_ARCHES:
+        return "linux", _ARCH_ALIASES.get(lowered, lowered)
     for alias, arch in _ARCH_ALIASES.items():
         lowered = lowered.replace(f"/{alias}", f"/{arch}")
     match = re.fullmatch(_PLATFORM, lowered)
@@ -450,14 +495,20 @@ def parse_dns_option(text: str) -> tuple[str, str | None]:
 
 
 def parse_group_id(text: str) -> int:
-    """A supplementary group for `--group-add`: a numeric GID (Kubernetes stores an int64)."""
+    """A supplementary group for `--group-add`: a numeric GID. The field is an int64, but
+    the API server accepts a group ID up to 2^31-1 only, as for runAsGroup."""
     stripped = text.strip()
     if stripped and not re.fullmatch(r"-?\d+", stripped):
         raise ValueProblem(
             "Kubernetes takes numeric group IDs only and cannot look a group name up in the "
             "image; give the GID, like 1000 (`getent group NAME` in the image shows it)"
         )
-    return parse_nonnegative_int(stripped)
+    gid = parse_nonnegative_int(stripped)
+    if gid > MAX_INT32:
+        raise ValueProblem(
+            f"Kubernetes stores user and group IDs up to {MAX_INT32} (2^31-1); give a smaller ID"
+        )
+    return gid
 
 
 # Kubernetes' sysctl name: segments of [a-z0-9_-] (alphanumeric at both ends) joined by
@@ -662,10 +713,29 @@ def parse_image_reference(text: str) -> str:
             f"docker calls this an invalid reference format: the repository name is longer "
             f"than {MAX_IMAGE_NAME} characters"
         )
-    digest = match["digest"]
-    if digest and digest.startswith("sha256:") and len(digest) != len("sha256:") + 64:
-        raise ValueProblem(
-            "docker calls this an invalid reference format: a sha256 digest has exactly 64 "
-            "hex digits"
-        )
+    if match["digest"]:
+        _check_digest(match["digest"])
     return text
+
+
+# The digests docker can verify (go-digest's algorithms), by their count of hex digits.
+_DIGEST_HEX_DIGITS = {"sha256": 64, "sha384": 96, "sha512": 128}
+
+
+def _check_digest(digest: str) -> None:
+    """What the grammar lets through but docker's digest check refuses: an algorithm it
+    cannot verify ("unsupported digest algorithm"), or the wrong count or case of hex
+    digits ("invalid checksum digest format")."""
+    algorithm, _, encoded = digest.partition(":")
+    digits = _DIGEST_HEX_DIGITS.get(algorithm)
+    if digits is None:
+        raise ValueProblem(
+            f"docker refuses the digest algorithm {algorithm} (unsupported digest algorithm); "
+            "a digest is sha256:, sha384: or sha512: and its hex digits, like sha256:<64 hex>"
+        )
+    if len(encoded) != digits or encoded != encoded.lower():
+        this_one = f"{len(encoded)}" if len(encoded) != digits else "uppercase ones"
+        raise ValueProblem(
+            f"docker calls this an invalid checksum digest format: a {algorithm} digest has "
+            f"exactly {digits} lowercase hex digits (this one has {this_one})"
+        )

@@ -617,6 +617,14 @@ def test_a_kubeconfig_that_does_not_exist_is_an_error(sandbox: Sandbox, args: li
     # One existing file in the list is enough, as for kubectl.
     both = f"/nonexistent/a{os.pathsep}{sandbox.kubeconfig}"
     assert sandbox.dry("alpine", env={"KUBECONFIG": both}).doc["metadata"]["namespace"] == "team-a"
+    # The config key: the error names its file and line; a relative path is the file's.
+    keyed = sandbox.write("conf/c.yaml", "cpus: 1\nkubeconfig: missing-kc\n")
+    key = sandbox("run", *args, "--config", str(keyed), "alpine").one_error()
+    assert key == (
+        f"the kubeconfig file {keyed.parent / 'missing-kc'} does not exist (config kubeconfig, "
+        f"{keyed}:2); fix the path there (a relative one is relative to that config file), or "
+        "remove the key to use $KUBECONFIG or ~/.kube/config"
+    )
 
 
 def test_kubeconfig_flag_picks_the_file(sandbox: Sandbox) -> None:
@@ -745,6 +753,13 @@ def test_a_project_file_is_used_only_while_trusted(sandbox: Sandbox) -> None:
     untrusted = sandbox("config", "untrust")
     assert untrusted.lines == [f"squarepeg: no longer trusted: {path}"]
     assert "is not trusted" in sandbox.dry("alpine").one_error()
+
+
+def test_sweep_refuses_an_untrusted_project_file_too(sandbox: Sandbox) -> None:
+    path = sandbox.write("project/.squarepeg.yaml", "orphan_sweep_min_age: 0\n")
+    for args in (["sweep"], ["sweep", "--dry-run"]):
+        error = sandbox(*args).one_error()
+        assert error.startswith(f"the project config file {path} is not trusted; read it")
 
 
 def test_trust_without_a_project_file_says_what_to_give(sandbox: Sandbox) -> None:
@@ -1267,8 +1282,30 @@ def test_dockers_documented_tmpfs_example_works_with_one_warning(sandbox: Sandbo
     ]
 
 
-def test_platform_takes_dockers_variant_form(sandbox: Sandbox) -> None:
-    assert sandbox.dry("--platform", "linux/arm64/v8", "alpine").doc["spec"]["nodeSelector"] == {
+# docker's reference (container_run.md) examples that use only flags squarepeg supports.
+DOCKERS_EXAMPLES = [
+    "-w /path/to/dir/ ubuntu pwd",
+    "--pull=never hello-world",
+    "-l my-label --label com.example.foo=bar ubuntu bash",
+    "--env VAR1=value1 --env VAR2=value2 ubuntu env",
+    "--add-host=my-hostname=8.8.8.8 --rm alpine",
+    "--add-host my-hostname=[2001:db8::33] --rm alpine",
+    "--add-host=my-hostname:8.8.8.8 --rm alpine",
+    "--sysctl net.ipv4.ip_forward=1 someimage",
+    "-t -i --privileged ubuntu bash",
+]
+
+
+@pytest.mark.parametrize("example", DOCKERS_EXAMPLES)
+def test_dockers_documented_examples_work(sandbox: Sandbox, example: str) -> None:
+    result = sandbox.dry(*example.split())
+    assert result.code == 0 and result.doc["kind"] == "Pod", result.stderr
+    assert not [line for line in result.lines if not line.startswith("squarepeg: warning: -t ")]
+
+
+@pytest.mark.parametrize("platform", ["linux/arm64/v8", "linux/aarch64", "arm64"])
+def test_platform_takes_dockers_variant_form(sandbox: Sandbox, platform: str) -> None:
+    assert sandbox.dry("--platform", platform, "alpine").doc["spec"]["nodeSelector"] == {
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": "arm64",
     }

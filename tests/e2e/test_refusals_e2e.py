@@ -4,6 +4,7 @@ refusal must leave the namespace empty, and an accepted config file is named in 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from tests.e2e.conftest import Squarepeg, names
@@ -12,25 +13,34 @@ from tests.e2e.conftest import Squarepeg, names
 def test_an_untrusted_project_file_creates_nothing_until_trusted(
     squarepeg: Squarepeg, kubesim: Any, namespace: str
 ) -> None:
+    def refusal(project: Path, what: str) -> list[str]:
+        return [
+            f"squarepeg: error: the project config file {project} {what}; read it, then run "
+            f"`kubectl squarepeg config trust {project}` to use it (a project file can change "
+            "what runs with your credentials)"
+        ]
+
+    # The user's own file needs no trust; the banner names it with the project file.
+    user = squarepeg.home / "xdg" / "squarepeg" / "config.yaml"
+    user.parent.mkdir(parents=True)
+    user.write_text("env: {FROM_USER: user}\n")
     project = squarepeg.cwd / ".squarepeg.yaml"
     project.write_text("env: {GREETING: from-project}\n")
-    refused = squarepeg("run", "alpine", "sh", "-c", "echo $GREETING")
-    assert refused.code == 125
-    assert refused.lines == [
-        f"squarepeg: error: the project config file {project} is not trusted; read it, then "
-        f"run `kubectl squarepeg config trust {project}` to use it (a project file can change "
-        "what runs with your credentials)"
-    ]
+    command = ("run", "alpine", "sh", "-c", "echo $FROM_USER $GREETING")
+    refused = squarepeg(*command)
+    assert (refused.code, refused.stdout) == (125, b"")
+    assert refused.lines == refusal(project, "is not trusted")
     assert names(kubesim, namespace) == []
 
     assert squarepeg("config", "trust", namespaced=False).code == 0
-    used = squarepeg("run", "alpine", "sh", "-c", "echo $GREETING")
-    assert (used.code, used.stdout) == (0, b"from-project\n"), used.stderr
-    assert used.has_line("using context", f"; config {project}"), used.lines
+    used = squarepeg(*command)
+    assert (used.code, used.stdout) == (0, b"user from-project\n"), used.stderr
+    assert used.has_line("using context", f"; config {user}, {project}"), used.lines
 
     project.write_text("env: {GREETING: changed}\n")
-    changed = squarepeg("run", "alpine", "sh", "-c", "echo $GREETING")
-    assert changed.code == 125 and changed.has_line("changed since you trusted it")
+    changed = squarepeg(*command)
+    assert (changed.code, changed.stdout) == (125, b"")
+    assert changed.lines == refusal(project, "changed since you trusted it")
     assert names(kubesim, namespace) == []
 
 

@@ -94,7 +94,7 @@ CASES: list[BadInput] = [
     BadInput("a bad mode", _run("--mode", "deployment", "alpine"), "--mode"),
     BadInput("a negative timeout", _run("--timeout", "-5", "alpine"), "negative"),
     BadInput("a timeout in fortnights", _run("--timeout", "2w", "alpine"), "--timeout"),
-    BadInput("a label without a value", _run("-l", "team", "alpine"), "KEY=VALUE"),
+    BadInput("a label without a key", _run("-l", "=team", "alpine"), "KEY=VALUE"),
     BadInput("a reserved label", _run("-l", "squarepeg.io/run-id=x", "alpine"), "reserved"),
     BadInput("an env name with a space (value hidden)", _run("-e", "MY KEY=hunter2", "alpine"),
              "MY KEY=..."),

@@ -182,10 +182,23 @@ def test_config_view_skips_an_untrusted_project_file_and_says_so(tmp_path: Path)
 def test_other_layers_need_no_trust(tmp_path: Path) -> None:
     (tmp_path / "repo" / "sub").mkdir(parents=True)
     (tmp_path / "xdg" / "squarepeg").mkdir(parents=True)
+    (tmp_path / "etc.yaml").write_text("hostname: system\n")
     (tmp_path / "xdg" / "squarepeg" / "config.yaml").write_text("cpus: 2\n")
+    (tmp_path / "env.yaml").write_text("gpus: 1\n")
     (tmp_path / "x.yaml").write_text("memory: 1g\n")
-    merged = _load_from_repo(tmp_path, explicit=[str(tmp_path / "x.yaml")])
-    assert (merged.values["cpus"], merged.values["memory"]) == ("2", "1Gi")
+    merged = config.load(
+        explicit=[str(tmp_path / "x.yaml")],
+        environ={
+            "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+            "SQUAREPEG_CONFIG": f"{tmp_path}/env.yaml",
+        },
+        cwd=tmp_path / "repo" / "sub",
+        home=tmp_path,
+        system=tmp_path / "etc.yaml",
+    )
+    got = [merged.values[key] for key in ("hostname", "cpus", "gpus", "memory")]
+    assert got == ["system", "2", 1, "1Gi"]
+    assert not (tmp_path / "xdg" / "squarepeg" / "trusted.json").exists()  # nothing trusted
 
 
 def test_an_unreadable_optional_file_is_an_error(tmp_path: Path) -> None:
@@ -642,3 +655,15 @@ def test_config_view_show_origin_puts_a_comment_on_every_value() -> None:
         "  patches: []  # default",
     ]
     assert yaml.safe_load(text)["env"]["B"] == "two\nlines\n"
+
+
+@pytest.mark.parametrize(
+    ("key", "answer"),
+    [
+        ("volume", "docker's -v/--volume is refused: a path on your machine cannot be mounted"),
+        ("cpu_shares", "docker's -c/--cpu-shares is refused: Kubernetes weighs CPU by the "
+         "request; use --cpus"),
+    ],
+)  # fmt: skip
+def test_a_refused_docker_flag_as_a_key_gets_the_tables_answer(key: str, answer: str) -> None:
+    assert error(f"{key}: x\n").startswith(f"unknown config key {key!r} (a.yaml:1); {answer}")

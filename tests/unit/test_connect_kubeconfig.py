@@ -25,3 +25,11 @@ def test_kubeconfig_env_needs_one_existing_file(tmp_path: Path) -> None:
     assert missing_kubeconfig(ClusterFlags(), {"KUBECONFIG": one}) is None
     assert missing_kubeconfig(ClusterFlags(), {"KUBECONFIG": ""}) is None
     assert missing_kubeconfig(ClusterFlags(), {}) is None
+
+
+def test_a_missing_kubeconfig_from_a_config_key_names_its_file_and_line(tmp_path: Path) -> None:
+    choice = ClusterFlags(kubeconfig=str(tmp_path / "nope"))
+    error = missing_kubeconfig(choice, {}, config_origin="c.yaml:3")
+    assert error is not None
+    assert error.message.endswith("does not exist (config kubeconfig, c.yaml:3)")
+    assert error.hint.startswith("fix the path there")

@@ -509,6 +509,24 @@ kubernetes:
     )
 
 
+def test_shm_size_wins_at_a_config_mount_of_dev_shm() -> None:
+    conf = """
+kubernetes:
+  spec:
+    containers:
+    - name: main
+      volumeMounts: [{name: shm, mountPath: /dev//shm/}]
+    volumes: [{name: shm, emptyDir: {medium: Memory}}]
+"""
+    p = plan(conf, shm_size="64m")
+    assert main_container(p)["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
+    assert p.warnings == (
+        "ignored config kubernetes.spec.containers[name=main].volumeMounts[name=shm] "
+        "(c0.yaml:6): it would change /spec/containers/[name=main]/volumeMounts/[name=shm] "
+        "(mountPath /dev//shm/), which --shm-size set on the command line",
+    )
+
+
 # --- the five flags mapped after the first release ------------------------------------------
 
 

@@ -263,7 +263,7 @@ def test_keep_from_flags_and_cleanup(conf: str, given: Mapping[str, Any], keep: 
         ({"gpus": "all"}, "invalid value 'all' for --gpus; Kubernetes schedules GPUs by count"),
         ({"mode": "deamon"}, "invalid value 'deamon' for --mode; use pod or job"),
         ({"env": ("=x",)}, "invalid value '=...' for --env; '' is not a variable name"),
-        ({"label": ("team",)}, "invalid value 'team' for --label; use KEY=VALUE"),
+        ({"label": ("=team",)}, "invalid value '=team' for --label; the key before '=' is empty"),
         (
             {"label": ("squarepeg.io/keep=true",)},
             "--label squarepeg.io/keep touches a label reserved for squarepeg; "
@@ -392,6 +392,24 @@ def test_label_files_sit_between_config_labels_and_label_flags() -> None:
     }
 
 
+def test_more_nameservers_or_search_domains_than_kubernetes_takes_are_refused() -> None:
+    four = ("1.1.1.1", "1.0.0.1", "8.8.8.8", "8.8.4.4")
+    assert options(dns=four[:3]).dns == four[:3]
+    assert usage_error("dns: [9.9.9.9]\n", dns=four[:3]).startswith(
+        "--dns: 4 nameservers in all (config's `dns` included); Kubernetes takes at most 3"
+    )
+    domains = tuple(f"d{i}.example.com" for i in range(33))
+    assert len(options(dns_search=domains[:32]).dns_search) == 32
+    assert usage_error(dns_search=domains).startswith("--dns-search: 33 search domains in all")
+
+
+def test_a_bare_label_or_annotation_key_has_the_empty_value_as_in_docker() -> None:
+    # docker's documented `docker run -l my-label --label com.example.foo=bar ubuntu bash`
+    o = options(label=("my-label", "com.example.foo=bar"), annotation=("example.com/note",))
+    assert o.labels == {"my-label": "", "com.example.foo": "bar"}
+    assert o.annotations == {"example.com/note": ""}
+
+
 def test_memory_reservation_alone_with_a_limit_and_from_config() -> None:
     assert options(memory_reservation="256m").memory_reservation == "256Mi"
     o = options(memory="1g", memory_reservation="1024m")
@@ -411,6 +429,11 @@ def test_memory_reservation_alone_with_a_limit_and_from_config() -> None:
         (
             {"group_add": (str(2**63),)},
             f"invalid value '{2**63}' for --group-add; Kubernetes stores at most {2**63 - 1}",
+        ),
+        (
+            {"group_add": (str(2**31),)},
+            f"invalid value '{2**31}' for --group-add; Kubernetes stores user and group IDs up "
+            f"to {2**31 - 1} (2^31-1)",
         ),
         (
             {"sysctl": ("Net.IPv4.x=1",)},

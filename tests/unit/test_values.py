@@ -54,11 +54,19 @@ GOOD: list[tuple[Callable[[str], Any], str, Any]] = [
     (values.parse_platform, "linux/x86_64", ("linux", "amd64")),
     (values.parse_platform, "linux/aarch64", ("linux", "arm64")),
     (values.parse_platform, "linux", ("linux", None)),
+    # One word naming an architecture is linux/ARCH, as docker on Linux reads it.
+    (values.parse_platform, "arm64", ("linux", "arm64")),
+    (values.parse_platform, "x86_64", ("linux", "amd64")),
+    (values.parse_platform, "AARCH64", ("linux", "arm64")),
+    (values.parse_platform, "windows", ("windows", None)),
     (values.parse_cpus, "0", None),
     (values.parse_cpus, "0.0", None),
     (values.parse_memory, "0", None),
     (values.parse_memory, "0m", None),
     (values.parse_size, "0.5k", "512"),
+    (values.parse_size, "8191p", "8191Pi"),
+    (values.parse_size, "9223372036854775807", "9223372036854775807"),
+    (values.parse_cpus, "9223372036854775", "9223372036854775"),
     (values.parse_user, "2147483647:0", (2147483647, 0)),
     (values.parse_entrypoint, "", ""),
     (values.parse_nonnegative_int, "9223372036854775807", 2**63 - 1),
@@ -122,6 +130,8 @@ BAD: list[tuple[Callable[[str], Any], str, str]] = [
     (values.validate_name, "-run", "starting and ending with a letter or digit"),
     (values.validate_name, "a" * 64, "at most 63 characters (this one has 64)"),
     (values.validate_subdomain, "Secret", "lowercase letters, digits, '-' and '.'"),
+    (values.validate_hostname, "foo.example.com", "a pod's host name is one label, without dots"),
+    (values.validate_hostname, "Box", "use lowercase letters, digits and '-'"),
     (values.validate_label_key, "Example.com/x", "prefix 'Example.com' must be a lowercase"),
     (values.validate_label_key, "bad key", "a key is NAME or PREFIX/NAME"),
     (values.validate_label_value, "-x", "a label value has at most 63"),
@@ -133,6 +143,10 @@ BAD: list[tuple[Callable[[str], Any], str, str]] = [
     (values.parse_memory, "0.0001k", "0.0001k is less than one byte; give a size like 512m"),
     (values.parse_size, "0", "give a size above 0"),
     (values.parse_size, "0.5b", "is less than one byte"),
+    (values.parse_memory, "8192p", "Kubernetes stores a size of at most 9223372036854775807 bytes"),
+    (values.parse_size, "9223372036854775808", "at most 9223372036854775807 bytes (2^63-1"),
+    (values.parse_cpus, "9223372036854776", "in millicores up to 9223372036854775807 (2^63-1)"),
+    (values.parse_cpus, "9223372036854775808m", "in millicores up to"),
     (values.parse_user, "2147483648", "Kubernetes stores user and group IDs up to 2147483647"),
     (values.parse_user, "0:4294967296", "up to 2147483647 (2^31-1)"),
     (values.parse_nonnegative_int, "9223372036854775808", "Kubernetes stores at most"),
@@ -246,6 +260,8 @@ VALID_IMAGES = [
     "[::1]:5000/app",
     "ghcr.io/org/app@sha256:" + "a" * 64,
     "registry.example.com:5000/foo/bar:tag@sha256:" + "b" * 64,
+    "alpine@sha384:" + "c" * 96,
+    "alpine@sha512:" + "d" * 128,
     "my_app",
     "a__b--c.d",
     "Registry.Example.com/x",
@@ -268,7 +284,13 @@ INVALID_IMAGES = [
     ("alpine/", "invalid reference format"),
     ("a_/b", "invalid reference format"),
     ("alpine@sha256:abc", "a digest is ALGORITHM:HEX"),
-    ("x@sha256:" + "a" * 63, "a sha256 digest has exactly 64 hex digits"),
+    ("x@sha256:" + "a" * 63, "a sha256 digest has exactly 64 lowercase hex digits (this one"),
+    ("x@sha256:" + "A" * 64, "exactly 64 lowercase hex digits (this one has uppercase ones)"),
+    (
+        "x@sha512:" + "a" * 64,
+        "a sha512 digest has exactly 128 lowercase hex digits (this one has 64)",
+    ),
+    ("x@md5:" + "a" * 32, "docker refuses the digest algorithm md5 (unsupported digest"),
     ("al pine", "invalid reference format"),
     (" alpine", "no spaces"),
     ("a" * 256, "longer than 255 characters"),
@@ -280,7 +302,7 @@ def test_docker_invalid_references_say_what_docker_means(image: str, message: st
     with pytest.raises(values.ValueProblem) as caught:
         values.parse_image_reference(image)
     assert message in str(caught.value)
-    assert str(caught.value).startswith(("docker calls this an invalid reference format", "an "))
+    assert str(caught.value).startswith(("docker calls this an invalid ", "docker refuses ", "an "))
 
 
 @pytest.mark.parametrize(
