@@ -87,7 +87,7 @@ def isolated_env(
     return env
 
 
-def _stop_signals_as(
+def stop_signals_as(
     ignoring: Sequence[int], *, then: Callable[[], object] | None
 ) -> Callable[[], None]:
     """A pre-exec hook: the stop signals at their defaults but those in `ignoring`, which
@@ -147,7 +147,7 @@ class Squarepeg:
         The stop signals are at their defaults, as a shell leaves them for a job in the
         foreground (this suite may itself run as a script's `&` job, which ignores SIGINT),
         except those in `ignoring`, as `nohup` or `&` leave them."""
-        popen["preexec_fn"] = _stop_signals_as(ignoring, then=popen.get("preexec_fn"))
+        popen["preexec_fn"] = stop_signals_as(ignoring, then=popen.get("preexec_fn"))
         popen.setdefault("stdout", subprocess.PIPE)
         popen.setdefault("stderr", subprocess.PIPE)
         popen.setdefault("stdin", subprocess.DEVNULL)
