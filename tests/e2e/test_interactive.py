@@ -281,7 +281,8 @@ def test_it_in_job_mode_on_a_terminal(squarepeg: Squarepeg, kubesim: Kubesim, na
 
 # --- the status line while the pod starts ---------------------------------------------------
 
-SLOW_PULL = {"images": {"slowpull": {"cmd": ["sh", "-c", "echo pulled"], "pull_seconds": 2}}}
+# Longer than watch.CREATING_GRACE_SECONDS, after which the pod's events are looked at.
+SLOW_PULL = {"images": {"slowpull": {"cmd": ["sh", "-c", "echo pulled"], "pull_seconds": 4}}}
 
 
 def test_the_status_line_rewrites_itself_on_a_terminal(
@@ -297,8 +298,11 @@ def test_the_status_line_rewrites_itself_on_a_terminal(
     shown = term.output
     status = b"\r\x1b[Ksquarepeg: waiting for the pod: Pending, ContainerCreating ("
     assert shown.count(status) >= 2, shown  # rewritten in place, at least once
+    # Once the events have been looked at, the kubelet's own words for what it waits on.
+    assert b'\r\x1b[Ksquarepeg: waiting for the pod: Pending, Pulling image "slowpull" (' \
+        in shown, shown
     # Erased before the container's output starts, and never ended with a newline.
-    after = shown.rpartition(status)[2]
+    after = shown.rpartition(b"\r\x1b[Ksquarepeg: waiting for the pod: ")[2]
     assert after.split(b"\r\x1b[K", 1)[1].lstrip(b"\r\n").startswith(b"pulled"), shown
     assert b"s)\r\n" not in shown
     assert_nothing_left(sim, "default")
