@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 from click.core import ParameterSource
 
-from kubectl_squarepeg import __version__, dockerflags
+from kubectl_squarepeg import __version__, dockerflags, stoppable
 from kubectl_squarepeg import early_signals as _early_signal
 from kubectl_squarepeg.errors import INTERRUPTED, RUNNER_FAILED, SquarepegError, UsageError
 
@@ -34,7 +34,8 @@ from kubectl_squarepeg.errors import INTERRUPTED, RUNNER_FAILED, SquarepegError,
 # must not become a KeyboardInterrupt traceback: the package remembers it (__init__.py) and
 # main() acts on it as soon as it can. From main() on, until a run's two-stage handler
 # (interrupt.py) takes over, SIGINT and SIGHUP end squarepeg with 130 and 129 and no
-# message: nothing has been created yet.
+# message: nothing has been created yet. One squarepeg was started with ignored is left
+# ignored (`stoppable`).
 HANGUP_EXIT = 128 + signal.SIGHUP
 _EARLY_SIGNALS = (signal.SIGINT, signal.SIGHUP)
 
@@ -243,7 +244,7 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
         explicit,
         merged,
         environ=os.environ,
-        read_text=config.read_env_file_text,
+        read_text=config.read_key_value_file_text,
     )
     console.quiet = options.quiet
     if options.interactive and options.tty and not sys.stdin.isatty():
@@ -519,14 +520,14 @@ _NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 def main(argv: list[str] | None = None) -> NoReturn:
     """Entry point of the `kubectl-squarepeg` executable."""
     try:
-        for signum in _EARLY_SIGNALS:
+        for signum in stoppable(_EARLY_SIGNALS):
             signal.signal(signum, _raise_signal)
         if _early_signal:
             raise _Signalled(_early_signal[0])
         code = _main(argv)
     except _Signalled as exc:  # also one that arrives while an error is being reported
         code = exc.exit_code
-    for signum in _EARLY_SIGNALS:  # on the way out: one more is not worth a traceback
+    for signum in stoppable(_EARLY_SIGNALS):  # on the way out: one more is not worth a traceback
         signal.signal(signum, _remember_signal)
     _leave(code, fast=argv is None)
 

@@ -1032,7 +1032,7 @@ def read_source(source: Source) -> bytes | None:
     return data
 
 
-def read_env_file_text(path: str) -> str:
+def read_key_value_file_text(path: str) -> str:
     """An env or label file's text (the `read_text` of options.build_run_options): UTF-8,
     at most MAX_FILE_BYTES, read no further than that (`--env-file /dev/zero` ends at once).
     Raises OSError, UnicodeDecodeError, or ValueProblem for a file past the limit."""

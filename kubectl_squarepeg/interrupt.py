@@ -9,12 +9,14 @@ Owns what Ctrl-C or SIGTERM means while a resource of ours exists on the cluster
   kubectl commands to manage it, ends the kubectl children and exits 130.
 
 Installed only for the duration of a run (`guard`), never for --dry-run or
---dry-run-server. Python runs signal handlers in the main thread between bytecodes, so an
-exception can land anywhere; the first stage therefore never raises inside a `shield()`
-(an exit-code extraction in progress, the cleanup itself: it is raised when the outermost
-shield ends, if that shield asks for it) nor while `kubectl.start` is spawning a child (a
-child started but not yet registered would outlive squarepeg): there it is redelivered a
-moment later. Never decides what cleanup means: the run does, when `Interrupted` reaches it.
+--dry-run-server, and never for a signal squarepeg was started with ignored (`nohup`, a
+script's `&`): that one goes on being ignored. Python runs signal handlers in the main
+thread between bytecodes, so an exception can land anywhere; the first stage therefore
+never raises inside a `shield()` (an exit-code extraction in progress, the cleanup itself:
+it is raised when the outermost shield ends, if that shield asks for it) nor while
+`kubectl.start` is spawning a child (a child started but not yet registered would outlive
+squarepeg): there it is redelivered a moment later. Never decides what cleanup means: the
+run does, when `Interrupted` reaches it.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from types import FrameType
 
-from kubectl_squarepeg import kubectl
+from kubectl_squarepeg import kubectl, stoppable
 from kubectl_squarepeg.commands import Commands
 from kubectl_squarepeg.console import Console
 from kubectl_squarepeg.errors import INTERRUPTED, Interrupted
@@ -144,7 +146,7 @@ class TwoStageInterrupt:
         """Take over SIGINT and SIGTERM; False (and nothing done) outside the main thread."""
         if threading.current_thread() is not threading.main_thread():
             return False
-        for signum in SIGNALS:
+        for signum in stoppable(SIGNALS):
             self._previous[signum] = signal.signal(signum, self._handle)
         self._installed = True
         return True

@@ -34,7 +34,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from kubectl_squarepeg.errors import ClusterError, KubectlMissing
@@ -114,7 +114,7 @@ _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @contextlib.contextmanager
-def _stop_signals_blocked() -> Any:
+def _stop_signals_blocked() -> Iterator[None]:
     """Block the stop signals in this thread while sh forks, so that the child starts with
     them blocked: none can run squarepeg's Python handlers in the child before it execs."""
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)

@@ -295,14 +295,17 @@ class LogFollower:
     ended, to let the stream deliver the rest; `stop()` to stop at once (that is not a
     failure).
 
-    When the reconnects are used up while the container runs (an API server down for
-    longer than they last), the follower says so and waits: `finish()` tries again, with
-    every attempt anew, once the container has ended (the API answers again by then: that
-    is how the runner learned of the end), and fetches what is missing from the resume
-    point. When output is still incomplete after that (or the drain deadline passed, or a
-    retry cannot help) it says so on stderr, with the kubectl command that shows all of it,
-    and sets `gave_up` and `error`. A stdout closed by its reader (`| head -1`) is not a
-    failure of the stream: the follower stops without a word and sets `reader_gone`.
+    When the reconnects are used up while the container runs (an API server down for longer
+    than they last), the follower says so and waits: `finish()` tries again, with every
+    attempt anew, once the container has ended (the API answers again by then: that is how
+    the runner learned of the end), and fetches what is missing from the resume point. Once
+    the container has ended, the reconnects are no longer counted: they go on (at the
+    longest backoff) until `finish()`'s drain deadline, since every stream then replays up
+    to the end and a few cuts inside the replay must not cost the output. When output is
+    still incomplete at the deadline (or a retry cannot help) it says so on stderr, with the
+    kubectl command that shows all of it, and sets `gave_up` and `error`. A stdout closed by
+    its reader (`| head -1`) is not a failure of the stream: the follower stops without a
+    word and sets `reader_gone`.
     """
 
     def __init__(
@@ -329,6 +332,7 @@ class LogFollower:
         self.error: str | None = None
         self.reader_gone = False
         self._suspended: str | None = None  # why the reconnects were used up, until finish()
+        self._last_failure: str | None = None  # the last drop's reason, for the deadline's word
         self._decoder = LogDecoder()
         # _lock guards the flags and the current stream; _write_lock keeps decoding and
         # writing in order, and is never held while waiting on anything else.
@@ -367,9 +371,10 @@ class LogFollower:
             if not self._thread.is_alive() and self._resume_after_suspension():
                 self._thread.join(deadline_seconds)
             if self._thread.is_alive():
-                self._give_up(
-                    f"the stream did not end within {deadline_seconds:g}s of the container's end"
-                )
+                late = f"the stream did not end within {deadline_seconds:g}s of the container's end"
+                if self._last_failure is not None:
+                    late += f"; the last drop: {self._last_failure}"
+                self._give_up(late)
                 self.stop()
                 self._thread.join(deadline_seconds)
         return not self.gave_up
@@ -427,23 +432,27 @@ class LogFollower:
             if reason is not None and not retryable(reason):
                 self._give_up(reason)
                 return
+            if reason is not None:
+                self._last_failure = reason
             attempt += 1
-            if attempt > self._backoff.attempts:
-                # Clean ends too: the runner may not have seen the container's end yet
-                # (its watch reconnecting after an API server restart), and what is
-                # missing, if anything, is fetched once it has.
-                if self._suspend(reason):
-                    return
-                self._give_up(reason or _KEPT_ENDING)
+            # Clean ends too: the runner may not have seen the container's end yet (its
+            # watch reconnecting after an API server restart), and what is missing, if
+            # anything, is fetched once it has. After the end, the deadline decides.
+            if attempt > self._backoff.attempts and self._suspend(reason):
                 return
             delay = self._backoff.delay(attempt)
             if reason is not None:
                 self._console.status(
                     f"the log stream of pod {self._pod} dropped ({reason}); will retry in "
-                    f"{delay:g}s (attempt {attempt} of {self._backoff.attempts})"
+                    f"{delay:g}s ({self._attempt_words(attempt)})"
                 )
             if self._pause(delay, ended_cleanly=reason is None):
                 return
+
+    def _attempt_words(self, attempt: int) -> str:
+        if attempt <= self._backoff.attempts:
+            return f"attempt {attempt} of {self._backoff.attempts}"
+        return f"attempt {attempt}; the container has ended: until the drain deadline"
 
     def _connect(self) -> Stream | None:
         """Start the next `kubectl logs`, resuming after what was written; None: stop."""

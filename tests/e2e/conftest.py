@@ -18,9 +18,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -86,6 +87,21 @@ def isolated_env(
     return env
 
 
+def _stop_signals_as(
+    ignoring: Sequence[int], *, then: Callable[[], object] | None
+) -> Callable[[], None]:
+    """A pre-exec hook: the stop signals at their defaults but those in `ignoring`, which
+    are ignored; then `then`."""
+
+    def hook() -> None:
+        for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT):
+            signal.signal(signum, signal.SIG_IGN if signum in ignoring else signal.SIG_DFL)
+        if then is not None:
+            then()
+
+    return hook
+
+
 class Squarepeg:
     """Runs `kubectl-squarepeg SUBCOMMAND -n NS ARGS...` the way a user's shell would."""
 
@@ -125,8 +141,13 @@ class Squarepeg:
         return Finished(done.returncode, done.stdout or b"", done.stderr.decode("utf-8", "replace"))
 
     def start(self, *args: str, env: Mapping[str, str] | None = None,
-              **popen: Any) -> subprocess.Popen[bytes]:
-        """Start in the background (stdout and stderr piped unless given); ended at teardown."""
+              ignoring: Sequence[int] = (), **popen: Any) -> subprocess.Popen[bytes]:
+        """Start in the background (stdout and stderr piped unless given); ended at teardown.
+
+        The stop signals are at their defaults, as a shell leaves them for a job in the
+        foreground (this suite may itself run as a script's `&` job, which ignores SIGINT),
+        except those in `ignoring`, as `nohup` or `&` leave them."""
+        popen["preexec_fn"] = _stop_signals_as(ignoring, then=popen.get("preexec_fn"))
         popen.setdefault("stdout", subprocess.PIPE)
         popen.setdefault("stderr", subprocess.PIPE)
         popen.setdefault("stdin", subprocess.DEVNULL)

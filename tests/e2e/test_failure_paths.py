@@ -246,6 +246,25 @@ def test_sighup_cleans_up_and_exits_129(
     wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be deleted")
 
 
+def test_a_stop_signal_it_was_started_ignoring_does_not_stop_the_run(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path
+) -> None:
+    # `nohup` ignores SIGHUP and a script's `cmd &` ignores SIGINT so that they do not
+    # stop the command.
+    out = tmp_path / "stdout"
+    with out.open("wb") as handle:
+        process = squarepeg.start("run", "alpine", "sh", "-c", "echo ready; sleep 3; echo done",
+                                  ignoring=(signal.SIGHUP, signal.SIGINT), stdout=handle)
+    wait_until(lambda: out.read_bytes().startswith(b"ready\n"), 60, "the container's first line")
+    process.send_signal(signal.SIGHUP)
+    process.send_signal(signal.SIGINT)
+    done = squarepeg.finish(process, timeout=60)
+    assert done.code == 0, done.stderr
+    assert out.read_bytes() == b"ready\ndone\n"
+    assert not done.has_line("interrupted"), done.lines
+    wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be deleted")
+
+
 # --- fail fast --------------------------------------------------------------------------------
 
 

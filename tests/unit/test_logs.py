@@ -349,21 +349,46 @@ def test_used_up_reconnects_wait_for_the_end_then_fetch_the_rest() -> None:
     assert (logs.gave_up, logs.error) == (False, None)
 
 
-def test_follower_gives_up_when_the_round_after_the_end_fails_too() -> None:
+def test_after_the_end_the_follower_retries_until_the_deadline_then_gives_up() -> None:
     scripts = [Script([render(SAMPLE[:1])], 1, EOF_ERROR)]
-    scripts += [Script([], 1, b"error: unexpected EOF\n") for _ in range(11)]
+    scripts += [Script([], 1, b"error: unexpected EOF\n") for _ in range(10_000)]
     logs, fake, out, err = follower(scripts)
     logs.start()
-    assert logs.join(5.0) is True
-    assert logs.finish(5.0) is False
+    assert logs.join(5.0) is True  # suspended after the first round
+    assert len(fake.calls) == 6
+    assert logs.finish(0.5) is False
     assert out.getvalue() == b"first line\n"
-    assert len(fake.calls) == 12
+    assert len(fake.calls) > 6 + 5 + 5  # not counted after the end: on until the deadline
     delays = ["0.001", "0.002", "0.004", "0.004", "0.004"]
     rounds = "".join(retry_line("unexpected EOF", d, i + 1) for i, d in enumerate(delays))
-    assert err.getvalue() == (
-        rounds + SUSPENDED.format("unexpected EOF") + rounds + GIVE_UP.format("unexpected EOF")
+    beyond = (
+        "squarepeg: the log stream of pod p dropped (unexpected EOF); will retry in 0.004s "
+        "(attempt 6; the container has ended: until the drain deadline)\n"
     )
-    assert (logs.gave_up, logs.error) == (True, "unexpected EOF")
+    reason = (
+        "the stream did not end within 0.5s of the container's end; "
+        "the last drop: unexpected EOF"
+    )
+    assert err.getvalue().startswith(rounds + SUSPENDED.format("unexpected EOF") + rounds + beyond)
+    assert err.getvalue().endswith(GIVE_UP.format(reason))
+    assert (logs.gave_up, logs.error) == (True, reason)
+
+
+def test_cuts_inside_every_replay_after_the_end_do_not_cost_the_output() -> None:
+    # Each resumed stream is cut before it brings anything new; the 9th one gets through.
+    data = render(SAMPLE)
+    cut = data.index(b"red")
+    replay = render(SAMPLE, "2026-12-02T19:00:00Z")
+    scripts = [Script([data[:cut]], 1, EOF_ERROR)]
+    scripts += [Script([replay[:5]], 1, EOF_ERROR) for _ in range(8)]
+    scripts += [Script([replay], 0)]
+    logs, fake, out, _ = follower(scripts)
+    logs.finish(0)  # the container ended before the first cut
+    logs.start()
+    assert logs.join(5.0) is True
+    assert out.getvalue() == content(SAMPLE)
+    assert len(fake.calls) == 10
+    assert (logs.gave_up, logs.error) == (False, None)
 
 
 def test_follower_retries_a_container_waiting_to_start() -> None:
