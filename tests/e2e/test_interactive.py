@@ -266,6 +266,18 @@ def test_it_shell_on_a_terminal(squarepeg: Squarepeg, terminal: list[Terminal]) 
 
 
 @attach_needed
+def test_it_sh_takes_what_was_typed_while_the_pod_started(
+        squarepeg: Squarepeg, terminal: list[Terminal]) -> None:
+    # `run -it alpine sh` as typed: its first prompt is in no log (no newline yet), so what
+    # the user types at once, before the attach is there, is what must reach the shell.
+    term = Terminal(squarepeg, "run", "-q", "-it", "alpine", "sh", rows=40, columns=100)
+    terminal.append(term)
+    term.type(b"stty size; exit $((1+2))\r")
+    assert term.wait() == 3, term.output
+    assert b"40 100\r\n" in term.output
+
+
+@attach_needed
 def test_it_in_job_mode_on_a_terminal(squarepeg: Squarepeg, kubesim: Kubesim, namespace: str,
                                       terminal: list[Terminal]) -> None:
     term = Terminal(squarepeg, "run", "-q", "-it", "--mode", "job", "--name", "jobshell",
