@@ -20,7 +20,11 @@ import pytest
 
 from tests.conftest import Kubesim
 from tests.e2e.conftest import Finished, Squarepeg, names, wait_until
-from tests.e2e.test_interrupt_e2e import _make_controlling_terminal, kubectl_children_of
+from tests.e2e.test_interrupt_e2e import (
+    _make_controlling_terminal,
+    kubectl_children_of,
+    slow_deletes,
+)
 from tests.helpers import wait_for_terminal_size
 
 RUN_SECONDS = 120
@@ -187,11 +191,11 @@ class Terminal:
     """squarepeg on a pty of its own (stdin, stdout and stderr), as in a user's shell."""
 
     def __init__(self, squarepeg: Squarepeg, *args: str, rows: int = 24,
-                 columns: int = 80) -> None:
+                 columns: int = 80, env: dict[str, str] | None = None) -> None:
         self.master, slave = os.openpty()
         fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
         self.process = squarepeg.start(
-            *args, stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+            *args, env=env, stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
             preexec_fn=_make_controlling_terminal,
         )
         os.close(slave)
@@ -352,3 +356,23 @@ def test_sigterm_during_it_keeps_its_two_stage_meaning(
     after = termios.tcgetattr(term.master)
     assert after[3] & termios.ECHO and after[3] & termios.ICANON
     wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be deleted")
+
+
+@attach_needed
+def test_a_second_sigterm_during_it_leaves_the_pod_and_names_it(
+        squarepeg: Squarepeg, terminal: list[Terminal], kubesim: Kubesim, namespace: str,
+        tmp_path: Path) -> None:
+    term = Terminal(squarepeg, "run", "-it", "--name", "left", "alpine", "sh", "-c",
+                    "echo attached-shell; exec sh", env=slow_deletes(tmp_path))
+    terminal.append(term)
+    term.wait_for(b"attached-shell\r\n")
+    try:
+        term.process.send_signal(signal.SIGTERM)
+        term.wait_for(b"press Ctrl-C again")  # the delete is on its way (held up 30 s)
+        term.process.send_signal(signal.SIGTERM)
+        assert term.wait() == 130, term.output
+        assert b"kubectl delete pod left" in term.output
+        after = termios.tcgetattr(term.master)
+        assert after[3] & termios.ECHO and after[3] & termios.ICANON
+    finally:
+        kubesim.kubectl("delete", "pod", "left", "-n", namespace, "--wait=false")
