@@ -148,12 +148,16 @@ def test_one_ctrl_c_during_i_deletes_the_pod_and_exits_130(
     wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be deleted")
 
 
+# bob may do all a run needs but attach.
+NO_ATTACH_RIGHT = {"tokens": {"bob-token": {"user": "bob", "rules": [
+    {"verbs": ["*"], "resources": ["pods", "pods/log", "events", "jobs"],
+     "api_groups": ["", "batch"]}]}}}
+
+
 @attach_needed
 def test_refused_attach_exits_125_and_leaves_nothing(
         kubesim_factory: Any, tmp_path: Path) -> None:
-    sim = kubesim_factory({"tokens": {"bob-token": {"user": "bob", "rules": [
-        {"verbs": ["*"], "resources": ["pods", "pods/log", "events", "jobs"],
-         "api_groups": ["", "batch"]}]}}})
+    sim = kubesim_factory(NO_ATTACH_RIGHT)
     runner = Squarepeg(sim, "default", tmp_path)
     try:
         process = runner.start("run", "--context", "kubesim-bob", "-i", "alpine", "cat",
@@ -376,3 +380,24 @@ def test_a_second_sigterm_during_it_leaves_the_pod_and_names_it(
         assert after[3] & termios.ECHO and after[3] & termios.ICANON
     finally:
         kubesim.kubectl("delete", "pod", "left", "-n", namespace, "--wait=false")
+
+
+@attach_needed
+def test_refused_attach_on_a_terminal_exits_125_and_gives_the_terminal_back(
+        kubesim_factory: Any, tmp_path: Path) -> None:
+    sim = kubesim_factory(NO_ATTACH_RIGHT)
+    runner = Squarepeg(sim, "default", tmp_path)
+    # Not `sh`: an interactive shell ignores SIGTERM, so its pod, deleted, would take the
+    # whole grace period (30 s) to go.
+    term = Terminal(runner, "run", "-q", "--context", "kubesim-bob", "-it", "alpine", "cat")
+    try:
+        assert term.wait() == 125, term.output
+        settings = termios.tcgetattr(term.master)
+    finally:
+        term.close()
+        runner.close()
+    errors = [line for line in term.output.splitlines() if b"error:" in line]
+    assert len(errors) == 1 and b"`create` on `pods/attach`" in errors[0], term.output
+    assert b"run without -it" in errors[0]
+    assert settings[3] & termios.ECHO and settings[3] & termios.ICANON
+    assert_nothing_left(sim, "default")
