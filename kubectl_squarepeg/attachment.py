@@ -5,10 +5,13 @@ Owns reading kubectl's complaint and naming the cause and the fix, one line: no 
 the container already gone; anything else is kubectl's own words. The texts are what
 kubectl 1.32 prints for each (recorded against kubesim and its refusals, tests/kubesim/
 attach.py): after a WebSocket refusal it falls back to SPDY and prints that second refusal.
+The commands a fix names come from commands.py, so they carry the run's cluster and still
+work after the cleanup has deleted the pod (its events, never a `describe` of it).
 """
 
 from __future__ import annotations
 
+from kubectl_squarepeg.commands import Commands
 from kubectl_squarepeg.errors import ClusterError
 
 _GONE = (
@@ -28,23 +31,22 @@ _UPGRADE = (
 )
 
 
-def refusal(kubectl_says: str, pod: str, namespace: str, *, tty: bool) -> ClusterError:
+def refusal(kubectl_says: str, pod: str, commands: Commands, *, tty: bool) -> ClusterError:
     """The error of an attach that failed while the container still waited for it."""
+    namespace = commands.namespace
+    can_i = commands.kubectl("auth", "can-i", "create", "pods/attach")
+    events = f"`{commands.events(pod)}` lists the pod's events, also after the cleanup"
     lowered = kubectl_says.lower()
     flag = "-it" if tty else "-i"
     if "forbidden" in lowered:
         cause = "you may not attach to pods (no `create` on `pods/attach`)"
         fix = (
             f"ask a cluster admin for `create` on `pods/attach` in namespace {namespace} "
-            f"(`kubectl auth can-i create pods/attach -n {namespace}` checks), or run without "
-            f"{flag}"
+            f"(`{can_i}` checks), or run without {flag}"
         )
     elif any(word in lowered for word in _GONE):
         cause = "the container was gone before its input could be attached"
-        fix = (
-            f"check that the command waits for its input; `kubectl describe pod {pod} -n "
-            f"{namespace}` shows what happened"
-        )
+        fix = f"check that the command waits for its input; {events}"
     elif any(word in lowered for word in _UPGRADE):
         cause = "the connection upgrade attach needs was refused on the way to the cluster"
         fix = (
@@ -53,6 +55,6 @@ def refusal(kubectl_says: str, pod: str, namespace: str, *, tty: bool) -> Cluste
         )
     else:
         cause = "kubectl attach failed"
-        fix = f"run without {flag}, or check `kubectl attach -i {pod} -n {namespace}` yourself"
+        fix = f"run without {flag}; {events}"
     detail = kubectl_says.strip() or "no message"
     return ClusterError(f"cannot attach to pod {pod}: {cause} ({detail})", fix)

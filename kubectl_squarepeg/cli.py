@@ -474,6 +474,10 @@ def _execute(plan: Plan, connection: Connection, console: Console) -> int:
     """
     from kubectl_squarepeg import runner
 
+    if _early_signal:
+        # Its raise was swallowed: Python cannot raise out of a weakref callback or a
+        # __del__, and one was running when the signal was handled. Nothing is created yet.
+        raise _Signalled(_early_signal[0])
     return runner.execute(plan, connection, console)
 
 

@@ -4,7 +4,9 @@ Owns what is taken out of kubectl's stderr before a message quotes it: klog's di
 lines (`E1203 15:30:01.123456   4242 memcache.go:265] ...`), which repeat what the last line
 says in a form meant for kubectl's developers, and kubectl's advice about its own flags that
 squarepeg does not have (`turn validation off with --validate=false`): following it is
-impossible through squarepeg. Pure: text in, text out.
+impossible through squarepeg. Also owns telling a complaint of an API server that could not
+be reached from one that answered (a refusal, a denial), so that a hint fits the failure.
+Pure: text in, text out.
 """
 
 from __future__ import annotations
@@ -28,3 +30,25 @@ def clean(lines: list[str]) -> str:
         plain = [_KLOG.sub("", lines[-1])]
     text = " ".join(plain)
     return _FOREIGN_ADVICE.sub("", text).strip()
+
+
+# What kubectl (and Go's net/http under it) say when no answer came from the API server.
+_UNREACHABLE = (
+    "connection refused",
+    "was refused",
+    "unable to connect",
+    "no such host",
+    "i/o timeout",
+    "dial tcp",
+    "couldn't get current server api group list",
+    "did not answer within",
+    "tls handshake timeout",
+    "connection reset by peer",
+    "serviceunavailable",  # kubectl's `Error from server (ServiceUnavailable)`: shutting down
+)
+
+
+def unreachable(text: str) -> bool:
+    """Whether kubectl's complaint says the API server gave no answer at all."""
+    lowered = text.lower()
+    return any(word in lowered for word in _UNREACHABLE)

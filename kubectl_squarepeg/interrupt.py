@@ -16,8 +16,13 @@ thread between bytecodes, so an exception can land anywhere; the first stage the
 never raises inside a `shield()` (an exit-code extraction in progress, the cleanup itself:
 it is raised when the outermost shield ends, if that shield asks for it) nor while
 `kubectl.start` is spawning a child (a child started but not yet registered would outlive
-squarepeg): there it is redelivered a moment later. Never decides what cleanup means: the
-run does, when `Interrupted` reaches it.
+squarepeg): there it is redelivered a moment later. Where the main thread is running a
+weakref callback or a `__del__` when the signal is handled, Python swallows the raise
+("Exception ignored in ...") and goes on as if nothing happened: so the first stage is
+redelivered until the run says it caught it (`caught`). Redeliveries come from a thread of
+the handler's own, because a signal handler must not start a thread: the main thread may
+be inside `Thread.start`, holding the lock a new thread needs. Never decides what cleanup
+means: the run does, when `Interrupted` reaches it.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -43,6 +49,9 @@ HANGUP_EXIT = 128 + signal.SIGHUP
 # How long a first-stage interrupt waits before it is retried when it arrived while a
 # kubectl child was being spawned; spawning takes a few milliseconds.
 _REDELIVER_SECONDS = 0.05
+# How long a raised first stage may take to reach the run's `except` before it is raised
+# again (it was swallowed; while it is still on its way out, it is left alone).
+_UNCAUGHT_SECONDS = 0.2
 
 
 class Progress:
@@ -113,6 +122,44 @@ def _spawning(frame: FrameType | None) -> bool:
     return False
 
 
+class _Redelivery:
+    """Sends a signal to the main thread again a moment later, from a thread of its own
+    (started with the handler): the handler only sets a time and an Event."""
+
+    def __init__(self, resend: Callable[[int], None]) -> None:
+        self._resend = resend
+        self._due: tuple[float, int] | None = None  # (monotonic time, signal)
+        self._wake = threading.Event()
+        self._closed = False
+        self._thread = threading.Thread(
+            target=self._loop, name="interrupt-redelivery", daemon=True
+        )
+        self._thread.start()
+
+    def later(self, signum: int, seconds: float) -> None:
+        self._due = (time.monotonic() + seconds, signum)
+        self._wake.set()
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+
+    def _loop(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            due = self._due
+            if self._closed:
+                return
+            if due is None:
+                continue
+            if self._wake.wait(max(0.0, due[0] - time.monotonic())):
+                continue  # rescheduled or closed: look again
+            if self._due is due:
+                self._due = None
+                self._resend(due[1])
+
+
 class TwoStageInterrupt:
     """The handler's state: how many signals arrived and whether one waits to be raised."""
 
@@ -134,6 +181,8 @@ class TwoStageInterrupt:
         self._pending = False  # a first-stage Interrupted not raised yet
         self._shields = 0
         self._redelivering = False
+        self._uncaught = False  # a first-stage Interrupted raised, the run not yet told of it
+        self._redelivery: _Redelivery | None = None
         self._installed = False
         self._previous: dict[int, object] = {}
 
@@ -154,6 +203,7 @@ class TwoStageInterrupt:
         """Take over SIGINT and SIGTERM; False (and nothing done) outside the main thread."""
         if threading.current_thread() is not threading.main_thread():
             return False
+        self._redelivery = _Redelivery(self._redeliver)
         for signum in stoppable(SIGNALS):
             self._previous[signum] = signal.signal(signum, self._handle)
         self._installed = True
@@ -167,6 +217,13 @@ class TwoStageInterrupt:
         for signum, previous in self._previous.items():
             signal.signal(signum, previous)  # type: ignore[arg-type]
         self._previous.clear()
+        if self._redelivery is not None:
+            self._redelivery.close()
+
+    def caught(self) -> None:
+        """The run has caught the first stage's Interrupted (or ended otherwise): it is not
+        raised again."""
+        self._uncaught = False
 
     # --- shields --------------------------------------------------------------------
 
@@ -188,6 +245,14 @@ class TwoStageInterrupt:
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self._redelivering:
             self._redelivering = False
+            if self._uncaught:
+                if sys.exc_info()[1] is not None:
+                    # On its way out (an except or finally on the way): the run catches
+                    # it soon; a raise here would cut that block short.
+                    self._later(signum, _UNCAUGHT_SECONDS)
+                    return
+                self._uncaught = False
+                self._pending = True  # it was swallowed: raise it again
             self._raise_if_clear(signum, frame)
             return
         self._signals += 1
@@ -207,15 +272,20 @@ class TwoStageInterrupt:
         if not self._pending or self._signals != 1 or self._shields:
             return  # a shield raises it when it ends
         if _spawning(frame):
-            timer = threading.Timer(_REDELIVER_SECONDS, self._redeliver, args=(signum,))
-            timer.daemon = True
-            timer.start()
+            self._later(signum, _REDELIVER_SECONDS)
             return
         self._pending = False
+        self._uncaught = True
+        self._later(signum, _UNCAUGHT_SECONDS)
         raise self._error()
 
+    def _later(self, signum: int, seconds: float) -> None:
+        if self._redelivery is not None:
+            self._redelivery.later(signum, seconds)
+
     def _redeliver(self, signum: int) -> None:
-        if self._installed and self._pending:
+        """On the redelivery thread."""
+        if self._installed and (self._pending or self._uncaught):
             self._redelivering = True
             _thread.interrupt_main(signal.Signals(signum))
 

@@ -2,11 +2,10 @@
 through sh.
 
 Owns how a child is started (sh's background command, in a session of its own, with the
-parent-death signal, no shell, every exit code accepted and judged by the caller), the
-arguments that point kubectl at the user's cluster (`--context`, `--kubeconfig`,
-`--namespace`), and the registry of running children, so that every exit path can end
-them. The terminal's Ctrl-C reaches squarepeg only, and squarepeg decides what happens to
-its children.
+parent-death signal, no shell, every exit code accepted and judged by the caller), with
+the arguments that point kubectl at the user's cluster (`target.Target`), and the registry
+of running children, so that every exit path can end them. The terminal's Ctrl-C reaches
+squarepeg only, and squarepeg decides what happens to its children.
 
 sh is imported on the first start, never at import time: `--help`, `--version`, a dry run
 with a cached kubeconfig view and `config view` start no process and do not pay for sh
@@ -37,10 +36,12 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
+from kubectl_squarepeg.commands import Commands
 from kubectl_squarepeg.errors import ClusterError, KubectlMissing
+from kubectl_squarepeg.target import DEFAULT_NAMESPACE as DEFAULT_NAMESPACE
+from kubectl_squarepeg.target import Target as Target
 
 KUBECTL = "kubectl"
-DEFAULT_NAMESPACE = "default"
 _TERMINATE_GRACE_SECONDS = 2.0
 # A stream's stdout pipe (ours, see _PipeReader) holds 1 MiB rather than Linux's default
 # 64 KiB, so that kubectl writes ahead while squarepeg decodes: a 100 MB log stream went
@@ -48,38 +49,6 @@ _TERMINATE_GRACE_SECONDS = 2.0
 # may ask for by default (/proc/sys/fs/pipe-max-size); where it cannot be had, the default
 # stays.
 _STDOUT_PIPE_BYTES = 1 << 20
-
-
-class Target(NamedTuple):
-    """Where kubectl talks to: the user's context, kubeconfig file and namespace."""
-
-    context: str | None = None
-    kubeconfig: str | None = None
-    namespace: str | None = None
-
-    @classmethod
-    def of_context(
-        cls,
-        context: str,
-        context_namespace: str | None,
-        *,
-        kubeconfig: str | None,
-        namespace: str | None,
-    ) -> Target:
-        """The target for a kubeconfig context: a namespace the user gave (-n, or config)
-        wins over the context's own, then "default" (connect.py has the whole order)."""
-        chosen = namespace or context_namespace or DEFAULT_NAMESPACE
-        return cls(context=context, kubeconfig=kubeconfig, namespace=chosen)
-
-    def global_args(self, *, namespaced: bool = True) -> list[str]:
-        args: list[str] = []
-        if self.kubeconfig:
-            args.append(f"--kubeconfig={self.kubeconfig}")
-        if self.context:
-            args.append(f"--context={self.context}")
-        if namespaced and self.namespace:
-            args.append(f"--namespace={self.namespace}")
-        return args
 
 
 class Result(NamedTuple):
@@ -201,9 +170,11 @@ class Child:
         *,
         sink: _ByteSink | None = None,
         reader: _PipeReader | None = None,
+        target: Target | None = None,
     ) -> None:
         self.argv = argv
         self.argv_tail = argv_tail  # the verb and what follows, without the target's flags
+        self.target = target or Target()
         self._command = command  # sh.RunningCommand
         self.pid: int = command.pid
         self._sink = sink
@@ -490,7 +461,7 @@ def start(
         reader.started()
     if held is not None:
         held.started()
-    return Child(tuple(argv), tuple(args), command, sink=sink, reader=reader)
+    return Child(tuple(argv), tuple(args), command, sink=sink, reader=reader, target=target)
 
 
 def run(
@@ -518,7 +489,8 @@ def collect(child: Child, *, timeout: float | None = None) -> Result:
             child.terminate()
             raise ClusterError(
                 f"kubectl {' '.join(child.argv_tail[:2])} did not answer within {timeout:g}s",
-                "check that the cluster is reachable (`kubectl cluster-info`)",
+                "check that the cluster is reachable "
+                f"(`{Commands(child.target).kubectl('cluster-info', namespaced=False)}`)",
             )
         code = child.wait(timeout=slice_seconds)
         if code is not None:

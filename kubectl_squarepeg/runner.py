@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
-from kubectl_squarepeg import interrupt, kubectl, podstate, watch
+from kubectl_squarepeg import complaints, interrupt, kubectl, podstate, watch
 from kubectl_squarepeg.commands import Commands
 from kubectl_squarepeg.console import Console
 from kubectl_squarepeg.errors import (
@@ -76,21 +76,6 @@ class Follower(Protocol):
 
 # --- a rejected create ----------------------------------------------------------------------
 
-_UNREACHABLE = (
-    "connection refused",
-    "was refused",
-    "unable to connect",
-    "no such host",
-    "i/o timeout",
-    "dial tcp",
-    "couldn't get current server api group list",
-    "did not answer within",
-    "tls handshake timeout",
-    "connection reset by peer",
-    "serviceunavailable",  # kubectl's `Error from server (ServiceUnavailable)`: shutting down
-)
-
-
 # A create refused before anything was sent: kubectl could not connect at all (Go's dial
 # error; also when fetching the OpenAPI document it validates against). Retried for a while.
 _REFUSED = ("connect: connection refused", "was refused - did you specify the right host")
@@ -100,8 +85,7 @@ CREATE_RETRY_FIRST_PAUSE, CREATE_RETRY_MAX_PAUSE = 0.5, 4.0
 
 def unreachable(result: kubectl.Result) -> bool:
     """Whether a failed kubectl command did not get an answer from the API server."""
-    text = result.stderr.decode("utf-8", "replace").lower()
-    return any(word in text for word in _UNREACHABLE)
+    return complaints.unreachable(result.stderr.decode("utf-8", "replace"))
 
 
 def refused_before_sending(result: kubectl.Result) -> bool:
@@ -166,7 +150,7 @@ def rejection(
     elif "unauthorized" in lowered or "must be logged in" in lowered:
         whoami = commands.kubectl("auth", "whoami", namespaced=False)
         hint = f"log in to the cluster again; `{whoami}` shows who you are"
-    elif any(word in lowered for word in _UNREACHABLE):
+    elif complaints.unreachable(reason):
         info = commands.kubectl("cluster-info", namespaced=False)
         hint = f"check that the cluster is reachable: `{info}`"
     else:
@@ -386,7 +370,7 @@ class Run:
 
         stderr = child.stderr.decode("utf-8", "replace")
         pod = (self._watch.pod_name if self._watch else None) or self.plan.name
-        raise attachment.refusal(stderr, pod, self.namespace, tty=self.plan.options.tty)
+        raise attachment.refusal(stderr, pod, self.commands, tty=self.plan.options.tty)
 
     def execute(self) -> int:
         """Every phase in order; the exit code. Cleanup is the caller's (`run_lifecycle`)."""
@@ -562,12 +546,15 @@ def run_lifecycle(plan: Plan, connection: Connection, console: Console) -> int:
                     raise
                 code = INTERRUPTED
             finally:
+                handler.caught()
                 with handler.shield(raise_pending=False):
                     run.cleanup()
             return handler.exit_code if handler.interrupted else code
     except Interrupted:
         # A first signal in the instant before the run began or after its cleanup ended:
         # there is nothing (more) to clean up, and its one line has been printed.
+        if handler is not None:
+            handler.caught()
         run.cleanup()
         return handler.exit_code if handler is not None else INTERRUPTED
 

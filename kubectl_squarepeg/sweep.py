@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Final, Literal, Protocol
 
-from kubectl_squarepeg import kubectl, podstate
+from kubectl_squarepeg import complaints, kubectl, podstate
 from kubectl_squarepeg.commands import Commands
 from kubectl_squarepeg.console import Console
 from kubectl_squarepeg.errors import ClusterError, SquarepegError
@@ -579,14 +579,18 @@ def sweep_now(
     for orphan in listed:
         console.status(f"{verb} {orphan.describe()}")
     if result.problems:
-        can_i = Commands(target, getattr(connection, "in_cluster", False)).kubectl(
-            "auth", "can-i", "delete", "pods"
-        )
-        raise ClusterError(
-            f"orphan sweep in namespace {target.namespace}: " + "; ".join(result.problems),
-            f"the sweep needs list and delete permission on pods and jobs in the namespace "
-            f"(`{can_i}`)",
-        )
+        said = "; ".join(result.problems)
+        commands = Commands(target, getattr(connection, "in_cluster", False))
+        if complaints.unreachable(said):
+            info = commands.kubectl("cluster-info", namespaced=False)
+            hint = f"check that the cluster is reachable: `{info}`"
+        else:
+            can_i = commands.kubectl("auth", "can-i", "delete", "pods")
+            hint = (
+                "the sweep needs list and delete permission on pods and jobs in the "
+                f"namespace (`{can_i}`)"
+            )
+        raise ClusterError(f"orphan sweep in namespace {target.namespace}: {said}", hint)
     noun = "resource" if len(listed) == 1 else "resources"
     if listed:
         done = "would be deleted" if dry_run else "deleted"

@@ -778,6 +778,31 @@ def test_interpolation_and_typed_keys(sandbox: Sandbox) -> None:
     ]
 
 
+def test_dollars_of_entrypoint_are_escaped_but_passthrough_and_patches_stay_as_written(
+    sandbox: Sandbox,
+) -> None:
+    # `$(X)` in a config file is no `${...}` reference: it reaches the manifest as written.
+    sandbox.write_trusted(
+        "project/.squarepeg.yaml",
+        "kubernetes:\n"
+        "  spec:\n"
+        "    containers:\n"
+        "    - {name: side, image: busybox, args: [\"echo $(X)\"]}\n"
+        "  patches:\n"
+        "  - {op: add, path: /spec/containers/-,\n"
+        "     value: {name: patched, image: busybox, command: [\"$(X)\"]}}\n",
+    )
+    result = sandbox.dry("--entrypoint", "/bin/$(X)", "alpine", "$(X)", "$$")
+    containers = {c["name"]: c for c in result.doc["spec"]["containers"]}
+    assert (containers["main"]["command"], containers["main"]["args"]) == (
+        ["/bin/$$(X)"], ["$$(X)", "$$$$"]
+    )
+    assert containers["side"]["args"] == ["echo $(X)"]
+    assert containers["patched"]["command"] == ["$(X)"]
+    assert any("every `$` of the command and --entrypoint" in line for line in result.lines), \
+        result.lines
+
+
 def test_mappings_merge_lists_replace_null_resets(sandbox: Sandbox) -> None:
     sandbox.write(
         "xdg/squarepeg/config.yaml",

@@ -12,13 +12,20 @@ import re
 import shlex
 import shutil
 import signal
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import CLIENT_SIDE_LOG_DROP, Squarepeg, names, wait_until
+from tests.e2e.conftest import (
+    CLIENT_SIDE_LOG_DROP,
+    Squarepeg,
+    isolated_env,
+    names,
+    wait_until,
+)
 
 SLEEPER = ("alpine", "sh", "-c", "echo ready; sleep 120")
 
@@ -161,6 +168,22 @@ def test_a_pipe_closed_by_its_reader_is_not_blamed(
     wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be deleted")
 
 
+def test_run_piped_into_head_prints_its_line_without_a_warning(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str
+) -> None:
+    """The pipeline itself, as typed in a shell: `kubectl squarepeg run ... | head -1`."""
+    argv = squarepeg.argv(("run", "alpine", "sh", "-c", "while true; do echo y; done"), True)
+    done = subprocess.run(
+        ["sh", "-c", f"{shlex.join(argv)} | head -1"],
+        env=isolated_env(kubesim, squarepeg.home), cwd=squarepeg.cwd,
+        stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False,
+    )
+    assert (done.returncode, done.stdout) == (0, b"y\n"), done.stderr
+    said = done.stderr.decode().splitlines()
+    assert not any("warning" in line or "error" in line for line in said), said
+    wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be deleted")
+
+
 # --- hints never name what is gone ------------------------------------------------------------
 
 
@@ -190,6 +213,43 @@ def test_an_image_pull_failure_quotes_the_events_and_names_commands_that_still_w
     done = squarepeg("run", "--context", squarepeg.kubesim.context, "no-such-image:1.0", "true")
     assert done.code == 125, done.stderr
     assert done.has_line("cannot start: ErrImagePull", "events: Warning Failed"), done.lines
+    wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be deleted")
+    assert_commands_work_after_cleanup(kubesim, done, namespace)
+
+
+MISSING_SECRET = """
+kubernetes:
+  spec:
+    containers:
+    - name: main
+      env: [{name: TOKEN, valueFrom: {secretKeyRef: {name: not-there, key: token}}}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        # Its only event (Failed: `Error: secret "not-there" not found`) says what the
+        # status says: it is quoted once.
+        (("--config", "MISSING_SECRET"),
+         ("cannot start: CreateContainerConfigError", 'secret "not-there" not found',
+          "Secret and ConfigMap")),
+        (("--timeout", "3", "-m", "900g"),
+         ("did not start within the startup timeout of 3s",
+          "events: Warning FailedScheduling", "Insufficient memory")),
+    ],
+    ids=["config-error", "startup-timeout"],
+)
+def test_a_start_that_cannot_succeed_quotes_the_events_and_names_commands_that_still_work(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path,
+    flags: tuple[str, ...], said: tuple[str, ...],
+) -> None:
+    config = tmp_path / "missing-secret.yaml"
+    config.write_text(MISSING_SECRET)
+    given = [str(config) if flag == "MISSING_SECRET" else flag for flag in flags]
+    done = squarepeg("run", "--context", kubesim.context, *given, "alpine", "true")
+    assert done.code == 125, done.stderr
+    assert done.has_line("error:", *said), done.stderr
     wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be deleted")
     assert_commands_work_after_cleanup(kubesim, done, namespace)
 
@@ -242,7 +302,11 @@ def test_sighup_cleans_up_and_exits_129(
     done = run_sleeper_until(squarepeg, tmp_path, "hungup",
                              lambda process: process.send_signal(signal.SIGHUP))
     assert done.code == 129, done.stderr
-    assert done.has_line("interrupted (SIGHUP)"), done.lines
+    # What a first Ctrl-C says, once, and nothing more (no error line after it).
+    said = [line for line in done.lines if "interrupted" in line or "error:" in line]
+    assert said == ["squarepeg: warning: interrupted (SIGHUP): stopping, deleting pod/hungup "
+                    "and sweeping orphans; press Ctrl-C again to leave pod/hungup running"], \
+        done.lines
     wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be deleted")
 
 
@@ -331,8 +395,19 @@ def test_a_missing_namespace_is_named_with_the_fix(
     assert not done.has_line("--dry-run"), done.lines
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        # kubectl create says `... turn validation off with --validate=false`.
+        ("run", "alpine", "true"),
+        # kubectl get prints klog lines (`E1203 ... memcache.go:265] ...`) before its error;
+        # a permission hint would not fit.
+        ("sweep",),
+    ],
+    ids=["run", "sweep"],
+)
 def test_an_unreachable_cluster_is_one_line_without_klog_or_validate_advice(
-    squarepeg: Squarepeg, tmp_path: Path
+    squarepeg: Squarepeg, tmp_path: Path, args: tuple[str, ...]
 ) -> None:
     dead = tmp_path / "dead-kubeconfig"
     dead.write_text(
@@ -341,13 +416,15 @@ def test_an_unreachable_cluster_is_one_line_without_klog_or_validate_advice(
         "users: [{name: u, user: {token: x}}]\n"
         "contexts: [{name: dead, context: {cluster: dead, user: u, namespace: default}}]\n"
     )
-    done = squarepeg("run", "--kubeconfig", str(dead), "alpine", "true", namespaced=False)
+    done = squarepeg(args[0], "--kubeconfig", str(dead), *args[1:], namespaced=False)
     assert done.code == 125, done.stderr
     errors = [line for line in done.lines if line.startswith("squarepeg: error:")]
     assert len(errors) == 1, done.lines
     assert "refused" in errors[0]
     assert ".go:" not in done.stderr and "--validate" not in done.stderr, done.stderr
-    assert f"`kubectl cluster-info --kubeconfig={dead}" in errors[0]
+    assert "permission" not in errors[0], errors[0]
+    assert errors[0].endswith(f"`kubectl cluster-info --kubeconfig={dead} --context=dead`"), \
+        errors[0]
 
 
 def test_quiet_keep_still_prints_the_kept_name(

@@ -170,6 +170,9 @@ def test_refused_attach_exits_125_and_leaves_nothing(
     errors = [line for line in lines if "error:" in line]
     assert len(errors) == 1 and "you may not attach to pods" in errors[0], lines
     assert "`create` on `pods/attach`" in errors[0] and out == b""
+    # The check it names points at the run's cluster, not at the current context.
+    assert "`kubectl auth can-i create pods/attach --context=kubesim-bob --namespace=default`" \
+        in errors[0], errors[0]
     assert_nothing_left(sim, "default")
 
 

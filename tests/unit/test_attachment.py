@@ -9,32 +9,39 @@ import io
 import pytest
 
 from kubectl_squarepeg.attachment import refusal
+from kubectl_squarepeg.commands import Commands
 from kubectl_squarepeg.console import Console
+from kubectl_squarepeg.kubectl import Target
 from kubectl_squarepeg.watch import image_being_pulled, startup_status
+
+COMMANDS = Commands(Target(kubeconfig="/k/config", context="prod", namespace="ns"))
+WHERE = "--kubeconfig=/k/config --context=prod --namespace=ns"
+EVENTS = f"`kubectl get events --field-selector involvedObject.name=p {WHERE}`"
 
 FORBIDDEN = ('Error from server (Forbidden): pods "p" is forbidden: User "bob" cannot create '
              'resource "pods/attach" in API group "" in the namespace "ns"')
 
 
 @pytest.mark.parametrize(("says", "cause", "fix"), [
-    (FORBIDDEN, "you may not attach to pods", "`kubectl auth can-i create pods/attach -n ns`"),
+    (FORBIDDEN, "you may not attach to pods", f"`kubectl auth can-i create pods/attach {WHERE}`"),
     ("Error from server (BadRequest): Upgrade request required", "upgrade", "proxy"),
-    ('error: unable to upgrade connection: container not found ("main")', "was gone",
-     "kubectl describe pod p -n ns"),
+    ('error: unable to upgrade connection: container not found ("main")', "was gone", EVENTS),
     ("error: cannot attach a container in a completed pod; current phase is Succeeded",
-     "was gone", "describe"),
-    ("error: something new", "kubectl attach failed", "run without -i"),
+     "was gone", EVENTS),
+    ("error: something new", "kubectl attach failed", f"run without -i; {EVENTS}"),
 ])
 def test_each_refusal_names_its_cause_and_fix(says: str, cause: str, fix: str) -> None:
-    error = refusal(says + "\n", "p", "ns", tty=False)
+    error = refusal(says + "\n", "p", COMMANDS, tty=False)
     assert error.exit_code == 125
     assert error.message.startswith("cannot attach to pod p: ") and cause in error.message
     assert says in error.message and fix in (error.hint or "")
     assert "\n" not in error.one_line()
+    # The pod is deleted by the cleanup that follows: nothing may describe it.
+    assert "describe" not in error.one_line()
 
 
 def test_the_flag_named_is_the_one_used() -> None:
-    assert "run without -it" in (refusal(FORBIDDEN, "p", "ns", tty=True).hint or "")
+    assert "run without -it" in (refusal(FORBIDDEN, "p", COMMANDS, tty=True).hint or "")
 
 
 def test_startup_status_says_phase_reason_and_seconds() -> None:

@@ -1,9 +1,12 @@
-"""complaints.clean: kubectl's stderr without klog lines or advice about kubectl's flags."""
+"""complaints.clean: kubectl's stderr without klog lines or advice about kubectl's flags;
+complaints.unreachable: whether the API server answered at all."""
 
 from __future__ import annotations
 
+import pytest
+
 from kubectl_squarepeg import kubectl
-from kubectl_squarepeg.complaints import clean
+from kubectl_squarepeg.complaints import clean, unreachable
 
 KLOG = (
     "E1203 15:30:01.123456   4242 memcache.go:265] couldn't get current server API group "
@@ -32,3 +35,17 @@ def test_advice_about_validate_false_is_dropped() -> None:
         "connection refused"
     )
     assert "--validate" not in result.error_text
+
+
+@pytest.mark.parametrize(("said", "no_answer"), [
+    ("The connection to the server 127.0.0.1:1 was refused - did you specify the right host "
+     "or port?", True),
+    ('Get "https://10.0.0.1:6443/api": dial tcp 10.0.0.1:6443: i/o timeout', True),
+    ("Error from server (ServiceUnavailable): the server is currently unable to handle the "
+     "request", True),
+    ('pods is forbidden: User "bob" cannot list resource "pods"', False),
+    ('admission webhook "policy.example.com" denied the request: images must be pinned',
+     False),
+])
+def test_a_complaint_says_whether_the_api_server_answered(said: str, no_answer: bool) -> None:
+    assert unreachable(said) is no_answer

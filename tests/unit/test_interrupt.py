@@ -11,6 +11,7 @@ import sys
 import textwrap
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 
 import pytest
@@ -176,6 +177,58 @@ def test_an_interrupt_while_spawning_a_child_is_raised_just_after(
         steps.append("start returned")
         _wait_for(threading.Event())
     assert steps == ["child registered", "start returned"]
+
+
+class _Collectable:
+    """An object whose weakref callback runs when it is collected."""
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_first_stage_swallowed_by_a_weakref_callback_is_raised_again(
+    handler: interrupt.TwoStageInterrupt, stderr: io.StringIO
+) -> None:
+    # Python cannot raise out of a weakref callback: it prints "Exception ignored" and goes
+    # on. A run that went on after its warning ignored the Ctrl-C until the container ended.
+    swallowed = threading.Event()
+
+    def on_collect(_: object) -> None:
+        signal.raise_signal(signal.SIGINT)  # the handler runs (and raises) in here
+        swallowed.set()  # not reached
+
+    thing = _Collectable()
+    watcher = weakref.ref(thing, on_collect)
+    began = time.monotonic()
+    with pytest.raises(Interrupted):
+        del thing
+        assert watcher() is None
+        assert not swallowed.is_set()
+        _wait_for(threading.Event(), 5.0)
+    handler.caught()
+    assert time.monotonic() - began < 4.0
+    assert stderr.getvalue() == FIRST  # one warning: the raise again says nothing
+
+
+def test_a_caught_first_stage_is_not_raised_again(handler: interrupt.TwoStageInterrupt) -> None:
+    with pytest.raises(Interrupted):
+        signal.raise_signal(signal.SIGINT)
+        _wait_for(threading.Event())
+    handler.caught()
+    _wait_for(threading.Event(), 4 * interrupt._UNCAUGHT_SECONDS)  # raises if redelivered
+
+
+def test_a_first_stage_on_its_way_out_is_not_raised_into_a_finally(
+    handler: interrupt.TwoStageInterrupt,
+) -> None:
+    steps: list[str] = []
+    with pytest.raises(Interrupted):
+        try:
+            signal.raise_signal(signal.SIGINT)
+            _wait_for(threading.Event())
+        finally:
+            _wait_for(threading.Event(), 3 * interrupt._UNCAUGHT_SECONDS)  # slow cleanup
+            steps.append("finally ended")
+    handler.caught()
+    assert steps == ["finally ended"]
 
 
 def test_kept_resource_message(stderr: io.StringIO) -> None:

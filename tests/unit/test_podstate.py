@@ -76,6 +76,23 @@ def test_a_command_that_cannot_start_exits_as_docker_says(detail: str, code: int
     assert found.message is not None and found.message.endswith(detail)
 
 
+def test_dockershims_container_cannot_run_is_a_start_failure_too() -> None:
+    said = ('OCI runtime create failed: container_linux.go:380: starting container process '
+            'caused: exec: "nosuchcmd": executable file not found in $PATH: unknown')
+    terminated = {"exitCode": 128, "reason": "ContainerCannotRun", "message": said}
+    found = podstate.outcome(pod({"name": "main", "state": {"terminated": terminated}},
+                                 phase="Failed"))
+    assert (found.exit_code, found.start_failure, found.from_container) == (127, True, False)
+    assert found.message is not None and found.message.endswith(
+        'could not run its command: exec: "nosuchcmd": executable file not found in $PATH')
+    # No message at all: the reason is said, and the code is docker's 125.
+    bare = {"exitCode": 128, "reason": "ContainerCannotRun"}
+    found = podstate.outcome(pod({"name": "main", "state": {"terminated": bare}},
+                                 phase="Failed"))
+    assert found.exit_code == 125 and found.message is not None
+    assert found.message.endswith("could not run its command: ContainerCannotRun")
+
+
 @pytest.mark.parametrize("reason", ["ContainerCreating", "PodInitializing", "SomethingElse"])
 def test_other_waiting_reasons_do_not_fail_fast(reason: str) -> None:
     assert podstate.fail_fast(pod(waiting(reason), phase="Pending")) is None
