@@ -9,7 +9,6 @@ kubectl children squarepeg started must not see it: they are in sessions of thei
 from __future__ import annotations
 
 import fcntl
-import subprocess
 import os
 import shutil
 import signal
@@ -59,13 +58,7 @@ class Terminal:
         return self.err.read_text()
 
     def wait(self, seconds: float = 60) -> int:
-        try:
-            return self.process.wait(seconds)
-        except subprocess.TimeoutExpired:
-            import subprocess as sp
-            out = sp.run(["/work/main/.venv/bin/py-spy", "dump", "--locals", "--pid", str(self.process.pid)], capture_output=True, text=True)
-            open("/tmp/hang-dump.txt", "a").write(out.stdout + out.stderr + "\nSTDERR:\n" + self.stderr() + "\n")
-            raise
+        return self.process.wait(seconds)
 
     def close(self) -> None:
         if self.process.poll() is None:
@@ -227,7 +220,7 @@ def test_sigkill_leaves_the_pod_and_no_kubectl_and_a_later_run_sweeps_it(
     assert later.has_line("orphan sweep", "pod/killed"), later.lines
 
 
-CTRL_C_POINTS = [i * 0.05 for i in range(20)] * 3  # 20 moments in the first second of a run
+CTRL_C_POINTS = [i * 0.05 for i in range(20)]  # 20 moments in the first second of a run
 
 
 def _before_squarepeg_ran(stderr: str) -> bool:
@@ -281,4 +274,4 @@ def test_a_ctrl_c_at_any_moment_of_start_up_is_one_line_130_and_leaves_nothing(
         wait_until(lambda: names(kubesim, namespace) == [], 30,
                    f"nothing left after a Ctrl-C {delay:.2f}s in")
     assert any(code == 130 for _, code, _ in outcomes)
-    assert len(python_start_ups) <= 8, python_start_ups  # only the first few milliseconds
+    assert len(python_start_ups) <= 2, python_start_ups  # only the first few milliseconds
