@@ -6,7 +6,8 @@ Owns what Ctrl-C or SIGTERM means while a resource of ours exists on the cluster
   cleanup (stop the logs, delete unless kept, sweep, exit 130), and says that a second
   one leaves the resource running;
 - the second signal abandons everything at once: it prints the resource's name and the
-  kubectl commands to manage it, ends the kubectl children and exits 130.
+  kubectl commands to manage it, ends the kubectl children, gives back what they held
+  (`on_abandon`: the terminal `run -it` made raw) and exits 130.
 
 Installed only for the duration of a run (`guard`), never for --dry-run or
 --dry-run-server, and never for a signal squarepeg was started with ignored (`nohup`, a
@@ -94,9 +95,15 @@ class Resource:
         return self.commands.get(self.kind, self.name)
 
 
-def _abandon_process(code: int = INTERRUPTED) -> None:
-    """End every kubectl child, flush what was written, and leave with `code` at once."""
+def _abandon_process(
+    code: int = INTERRUPTED, then: Callable[[], None] | None = None
+) -> None:
+    """End every kubectl child, run `then` (what must be put back once they are gone: a
+    terminal they held), flush what was written, and leave with `code` at once."""
     kubectl.terminate_all()
+    if then is not None:
+        with suppress(Exception):  # leaving regardless: the exit must not be missed
+            then()
     for stream in (sys.stdout, sys.stderr):
         with suppress(OSError, ValueError):  # a closed stream: nothing left to save
             stream.flush()
@@ -163,11 +170,12 @@ class TwoStageInterrupt:
         *,
         abandon: Callable[[], None] | None = None,
         progress: Progress | None = None,
+        on_abandon: Callable[[], None] | None = None,
     ) -> None:
         self.resource = resource
         self.progress = progress or Progress()
         self._console = console
-        self._abandon = abandon or (lambda: _abandon_process(self.exit_code))
+        self._abandon = abandon or (lambda: _abandon_process(self.exit_code, on_abandon))
         self._signals = 0
         self._signal_name = ""
         self._pending = False  # a first-stage Interrupted not raised yet
@@ -331,9 +339,13 @@ def guard(
     *,
     abandon: Callable[[], None] | None = None,
     progress: Progress | None = None,
+    on_abandon: Callable[[], None] | None = None,
 ) -> Iterator[TwoStageInterrupt]:
-    """Install the two-stage handler for the block, and restore the previous handlers."""
-    handler = TwoStageInterrupt(resource, console, abandon=abandon, progress=progress)
+    """Install the two-stage handler for the block, and restore the previous handlers.
+    `on_abandon` runs on the second stage's way out, after the kubectl children ended."""
+    handler = TwoStageInterrupt(
+        resource, console, abandon=abandon, progress=progress, on_abandon=on_abandon
+    )
     handler.install()
     try:
         yield handler

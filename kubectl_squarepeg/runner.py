@@ -423,6 +423,13 @@ class Run:
                 self.console.warn(outcome.message)
             return outcome.exit_code
 
+    def restore_terminal(self) -> None:
+        """Give the user's terminal back as it was (-it made it raw), on the way out of an
+        abandoned cleanup, once kubectl attach (which restores it to raw as it exits) has
+        ended. The cleanup itself does the same through `TerminalSession.close`."""
+        if self._terminal is not None:
+            self._terminal.restore()
+
     # -- the one cleanup
 
     def cleanup(self) -> None:
@@ -524,7 +531,9 @@ def run_lifecycle(plan: Plan, connection: Connection, console: Console) -> int:
     run = Run(plan, connection, console)
     handler: interrupt.TwoStageInterrupt | None = None
     try:
-        with interrupt.guard(run.resource, console, progress=run.progress) as handler:
+        with interrupt.guard(
+            run.resource, console, progress=run.progress, on_abandon=run.restore_terminal
+        ) as handler:
             run.shields = handler
             try:
                 code = run.execute()

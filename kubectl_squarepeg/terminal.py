@@ -138,6 +138,12 @@ class TerminalSession:
         if self._relay is not None:
             self._relay.join(seconds)
 
+    def restore(self) -> None:
+        """Put the terminal's settings back as they were before the session (again, if
+        `close` already did: a second signal may cut into it); kubectl must have ended."""
+        with contextlib.suppress(termios.error, OSError):
+            termios.tcsetattr(self._stdin_fd, termios.TCSADRAIN, self._saved)
+
     def close(self) -> None:
         """Restore the terminal and SIGWINCH; close the relay. Once, on every exit path."""
         if self._closed:
@@ -147,8 +153,7 @@ class TerminalSession:
             # First: on its way out kubectl puts back the terminal as it found it (raw,
             # ours), which must not undo the restore below.
             self.child.terminate()
-        with contextlib.suppress(termios.error, OSError):
-            termios.tcsetattr(self._stdin_fd, termios.TCSADRAIN, self._saved)
+        self.restore()
         if self._previous_winch is not None:
             with contextlib.suppress(ValueError, TypeError):
                 signal.signal(signal.SIGWINCH, self._previous_winch)

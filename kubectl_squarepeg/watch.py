@@ -5,7 +5,9 @@ Owns how `kubectl get -w --output-watch-events -o json` output becomes events, w
 watch that ends means (kubectl exits 0 when the server closes a watch, as a real apiserver
 does every 30 to 60 minutes: it is started again, never taken for the end of the run; a
 failure such as an API server restart is retried with backoff), the fail-fast decision on
-the seven waiting reasons, and printing a blocked pod's Warning events once each.
+the seven waiting reasons, printing a blocked pod's Warning events once each, and the
+words of the status line a run shows while it waits (`startup_status`: phase, reason, the
+image being pulled once the events have been looked at, seconds).
 
 One watch process serves both waits, so a clean run costs a single kubectl here. The
 caller's thread waits in short slices (`SLICE_SECONDS`), so a signal handler can always cut
@@ -251,6 +253,8 @@ class EventReporter:
         self._seen: set[tuple[str, str]] = set()
         self._next_fetch = 0.0
         self._creating_since: float | None = None
+        # 'Pulling image "…"' while the events last fetched say an image is being pulled.
+        self.pulling: str | None = None
 
     def poll(self, pod: Mapping[str, Any]) -> None:
         """Fetch and print new Warning events if the pod is blocked and it is time to look."""
@@ -258,6 +262,7 @@ class EventReporter:
         now = self._clock()
         if reason is None:
             self._creating_since = None
+            self.pulling = None
             return
         if reason in podstate.PROGRESS_REASONS:
             if self._creating_since is None:
@@ -267,13 +272,34 @@ class EventReporter:
         if now < self._next_fetch:
             return
         self._next_fetch = now + EVENTS_INTERVAL_SECONDS
-        for item in self.fetch(podstate.name(pod)):
+        items = self.fetch(podstate.name(pod))
+        self.pulling = image_being_pulled(items)
+        for item in items:
             if item.get("type") != "Warning":
                 continue
             key = (str(item.get("reason") or ""), " ".join(str(item.get("message") or "").split()))
             if key not in self._seen:
                 self._seen.add(key)
                 self._console.warn(f"pod {podstate.name(pod)}: {key[0]}: {key[1]}")
+
+
+def image_being_pulled(events: Sequence[Mapping[str, Any]]) -> str | None:
+    """The kubelet's 'Pulling image "…"' message of an image whose pull has not ended: no
+    `Pulled` event (pulled or already present) and no failed pull names it yet."""
+    pulling = [
+        str(item.get("message") or "") for item in events if item.get("reason") == "Pulling"
+    ]
+    ended = [
+        str(item.get("message") or "")
+        for item in events
+        if item.get("reason") == "Pulled"
+        or (item.get("reason") == "Failed" and "pull" in str(item.get("message") or ""))
+    ]
+    for message in pulling:
+        image = message.partition("Pulling image ")[2]
+        if image and not any(image in later for later in ended):
+            return message
+    return None
 
 
 def warning_events(target: kubectl.Target) -> Callable[[str], list[Mapping[str, Any]]]:
@@ -358,13 +384,18 @@ def _events_hint(commands: Commands, pod_name: str) -> str:
     return f"`{commands.events(pod_name)}` lists its events, also after the cleanup"
 
 
-def startup_status(pod: Mapping[str, Any] | None, seconds: float) -> str:
-    """The status line of a run waiting for its pod: phase, the reason it waits, seconds."""
+def startup_status(
+    pod: Mapping[str, Any] | None, seconds: float, pulling: str | None = None
+) -> str:
+    """The status line of a run waiting for its pod: phase, the reason it waits (`pulling`,
+    the event's 'Pulling image "…"', says more than ContainerCreating), seconds."""
     status = (pod or {}).get("status") or {}
     reason = None
     for container in status.get("containerStatuses") or []:
         if container.get("name") == podstate.MAIN:
             reason = ((container.get("state") or {}).get("waiting") or {}).get("reason")
+    if pulling and reason in podstate.PROGRESS_REASONS:
+        reason = pulling
     for condition in status.get("conditions") or []:
         if (
             not reason
@@ -397,7 +428,8 @@ def wait_for_start(
     latest: Event | None = None
     while True:
         if progress is not None:
-            progress(startup_status(latest.pod if latest else None, clock() - began))
+            pod = latest.pod if latest else None
+            progress(startup_status(pod, clock() - began, reporter.pulling))
         remaining = deadline - clock()
         if remaining <= 0:
             raise _timed_out(watch, latest, timeout, reporter, commands)

@@ -6,7 +6,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -26,6 +26,32 @@ def wait_until(condition: Callable[[], T], seconds: float, what: str,
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {seconds}s waiting for {what}")
         pause.wait(interval)
+
+
+class ShellTerminal(Protocol):
+    """A shell on a pty the test holds: what it showed, what to type, waiting for text."""
+
+    output: bytes
+
+    def type(self, text: bytes) -> None: ...
+    def wait_for(self, text: bytes, seconds: float = ...) -> None: ...
+
+
+def wait_for_terminal_size(term: ShellTerminal, rows: int, columns: int,
+                           seconds: float = 30) -> None:
+    """Ask the shell on `term` for its terminal's size (`stty size`) until it answers
+    `rows columns`: a resize travels as a signal, so the first answers may still be the old
+    size. Each question ends with a marker the shell computes, so its answer is complete
+    (and no echo of what was typed) when the marker shows."""
+    asked = [0]
+
+    def answered() -> bool:
+        asked[0] += 1
+        term.type(b"stty size; echo asked $((%d+1000))\r" % asked[0])
+        term.wait_for(b"asked %d\r\n" % (asked[0] + 1000))
+        return b"%d %d\r\n" % (rows, columns) in term.output
+
+    wait_until(answered, seconds, f"the terminal's size to become {rows}x{columns}")
 
 
 def json_stream(text: str) -> list[Any]:

@@ -20,7 +20,12 @@ import pytest
 
 from tests.conftest import Kubesim
 from tests.e2e.conftest import Finished, Squarepeg, names, wait_until
-from tests.e2e.test_interrupt_e2e import _make_controlling_terminal, kubectl_children_of
+from tests.e2e.test_interrupt_e2e import (
+    _make_controlling_terminal,
+    kubectl_children_of,
+    slow_deletes,
+)
+from tests.helpers import wait_for_terminal_size
 
 RUN_SECONDS = 120
 # localkube's node agent serves the kubelet's containerLogs only; the real API server sends
@@ -37,13 +42,24 @@ def run_with_input(squarepeg: Squarepeg, data: bytes, *args: str) -> Finished:
     return Finished(process.returncode, out, err.decode("utf-8", "replace"))
 
 
+def jsonpath(sim: Kubesim, namespace: str, ref: str, path: str) -> str:
+    """The field at `path` of `ref`; empty while `ref` does not exist."""
+    done = sim.kubectl("get", ref, "-n", namespace, "-o", f"jsonpath={path}")
+    return str(done.stdout.decode()) if done.returncode == 0 else ""
+
+
+def assert_nothing_left(sim: Kubesim, namespace: str) -> None:
+    """No pod or Job in the namespace, no kubectl of this simulator (within a deadline)."""
+    wait_until(lambda: names(sim, namespace) == [], 30, "nothing left in the namespace")
+    wait_until(lambda: not kubectl_children_of(str(sim.kubeconfig)), 10,
+               "no kubectl process left")
+
+
 @pytest.fixture
 def nothing_left(kubesim: Kubesim, namespace: str) -> Iterator[None]:
-    """After the test: no pod or Job in the namespace, no kubectl of this simulator."""
+    """After each test, on the shared simulator (tests with one of their own check it)."""
     yield
-    wait_until(lambda: names(kubesim, namespace) == [], 30, "nothing left in the namespace")
-    wait_until(lambda: not kubectl_children_of(str(kubesim.kubeconfig)), 10,
-               "no kubectl process left")
+    assert_nothing_left(kubesim, namespace)
 
 
 pytestmark = pytest.mark.usefixtures("nothing_left")
@@ -79,10 +95,15 @@ def test_output_before_reading_stdin_is_not_lost(squarepeg: Squarepeg) -> None:
 
 
 @attach_needed
-def test_job_mode(squarepeg: Squarepeg) -> None:
-    done = run_with_input(squarepeg, b"from the job\n", "-q", "--mode", "job", "-i", "alpine",
-                          "cat")
-    assert (done.code, done.stdout) == (0, b"from the job\n"), done.stderr
+def test_job_mode(squarepeg: Squarepeg, kubesim: Kubesim, namespace: str) -> None:
+    process = squarepeg.start("run", "-q", "--mode", "job", "-i", "--name", "piped", "alpine",
+                              "cat", stdin=subprocess.PIPE)
+    # `cat` waits for its input: meanwhile the run is a Job whose pod holds its stdin open.
+    wait_until(lambda: "job/piped" in names(kubesim, namespace), 60, "the Job")
+    assert jsonpath(kubesim, namespace, "job/piped",
+                    "{.spec.template.spec.containers[0].stdin}") == "true"
+    out, err = process.communicate(input=b"from the job\n", timeout=RUN_SECONDS)
+    assert (process.returncode, out) == (0, b"from the job\n"), err
 
 
 def test_tty_alone_gives_a_terminal(squarepeg: Squarepeg) -> None:
@@ -101,11 +122,42 @@ def test_it_with_piped_stdin_warns_once_and_runs_as_i(squarepeg: Squarepeg) -> N
 
 
 @attach_needed
+def test_a_container_that_never_reads_its_input_reports_its_own_exit_code(
+        squarepeg: Squarepeg) -> None:
+    # It may end before the attach connects (kubectl then fails): not a refused attach.
+    done = run_with_input(squarepeg, b"never read\n" * 1000, "-i", "alpine", "sh", "-c",
+                          "echo bye; exit 4")
+    assert (done.code, done.stdout) == (4, b"bye\n"), done.stderr
+    assert not [line for line in done.lines if "error:" in line or "warning:" in line]
+
+
+@attach_needed
+def test_one_ctrl_c_during_i_deletes_the_pod_and_exits_130(
+        squarepeg: Squarepeg, kubesim: Kubesim, namespace: str) -> None:
+    # As a terminal sends it to the whole pipeline `producer | squarepeg run -i ...`.
+    process = squarepeg.start("run", "-i", "--name", "reader", "alpine", "cat",
+                              stdin=subprocess.PIPE, start_new_session=True)
+    wait_until(lambda: jsonpath(kubesim, namespace, "pod/reader", "{.status.phase}")
+               == "Running", 60, "the container to run")
+    wait_until(lambda: len(kubectl_children_of(str(kubesim.kubeconfig))) >= 2, 30,
+               "the log stream's and the attach's kubectl")
+    os.killpg(process.pid, signal.SIGINT)
+    out, err = process.communicate(timeout=RUN_SECONDS)
+    assert process.returncode == 130, err
+    assert b"press Ctrl-C again to leave" in err and out == b""
+    wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be deleted")
+
+
+# bob may do all a run needs but attach.
+NO_ATTACH_RIGHT = {"tokens": {"bob-token": {"user": "bob", "rules": [
+    {"verbs": ["*"], "resources": ["pods", "pods/log", "events", "jobs"],
+     "api_groups": ["", "batch"]}]}}}
+
+
+@attach_needed
 def test_refused_attach_exits_125_and_leaves_nothing(
         kubesim_factory: Any, tmp_path: Path) -> None:
-    sim = kubesim_factory({"tokens": {"bob-token": {"user": "bob", "rules": [
-        {"verbs": ["*"], "resources": ["pods", "pods/log", "events", "jobs"],
-         "api_groups": ["", "batch"]}]}}})
+    sim = kubesim_factory(NO_ATTACH_RIGHT)
     runner = Squarepeg(sim, "default", tmp_path)
     try:
         process = runner.start("run", "--context", "kubesim-bob", "-i", "alpine", "cat",
@@ -121,7 +173,7 @@ def test_refused_attach_exits_125_and_leaves_nothing(
     # The check it names points at the run's cluster, not at the current context.
     assert "`kubectl auth can-i create pods/attach --context=kubesim-bob --namespace=default`" \
         in errors[0], errors[0]
-    wait_until(lambda: names(sim, "default") == [], 30, "the pod to be deleted")
+    assert_nothing_left(sim, "default")
 
 
 @attach_needed
@@ -136,7 +188,7 @@ def test_refused_upgrade_names_the_proxy(kubesim_factory: Any, tmp_path: Path) -
     lines = err.decode().splitlines()
     assert process.returncode == 125, lines
     assert any("upgrade" in line and "proxy" in line for line in lines), lines
-    wait_until(lambda: names(sim, "default") == [], 30, "the pod to be deleted")
+    assert_nothing_left(sim, "default")
 
 
 # --- -it on a terminal ----------------------------------------------------------------------
@@ -146,15 +198,19 @@ class Terminal:
     """squarepeg on a pty of its own (stdin, stdout and stderr), as in a user's shell."""
 
     def __init__(self, squarepeg: Squarepeg, *args: str, rows: int = 24,
-                 columns: int = 80) -> None:
+                 columns: int = 80, env: dict[str, str] | None = None) -> None:
         self.master, slave = os.openpty()
         fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
         self.process = squarepeg.start(
-            *args, stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+            *args, env=env, stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
             preexec_fn=_make_controlling_terminal,
         )
         os.close(slave)
         self.output = b""
+
+    def resize(self, rows: int, columns: int) -> None:
+        """As a terminal window does: the new size, and SIGWINCH to its foreground."""
+        fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
 
     def type(self, text: bytes) -> None:
         os.write(self.master, text)
@@ -200,14 +256,19 @@ def test_it_shell_on_a_terminal(squarepeg: Squarepeg, terminal: list[Terminal]) 
     term.wait_for(b"printed before the attach\r\n")  # from the log: the attach came later
     term.type(b"stty size\r")
     term.wait_for(b"40 100\r\n")
+    # A resize of the user's terminal reaches the container's (SIGWINCH, passed on).
+    term.resize(30, 120)
+    wait_for_terminal_size(term, 30, 120)
     term.type(b"echo typed $((6*7))\r")
     term.wait_for(b"typed 42\r\n")
     # Ctrl-C goes to the container: it ends the sleep, not squarepeg.
     term.type(b"sh -c 'echo sleeping; exec sleep 60' && echo slept\r")
     term.wait_for(b"sleeping\r\n")
     term.type(b"\x03")
-    term.type(b"echo still here\r")
-    term.wait_for(b"still here\r\n")
+    # Computed by the shell, so not the terminal's echo of what was typed: the shell runs
+    # again, and the sleep it waited for was ended by SIGINT (128 + 2).
+    term.type(b"echo status $?\r")
+    term.wait_for(b"status 130\r\n")
     assert b"\nslept\r\n" not in term.output and term.process.poll() is None
     term.type(b"exit 5\r")
     assert term.wait() == 5, term.output
@@ -215,9 +276,36 @@ def test_it_shell_on_a_terminal(squarepeg: Squarepeg, terminal: list[Terminal]) 
     assert term.output.count(b"printed before the attach") == 1, term.output
 
 
+@attach_needed
+def test_it_sh_takes_what_was_typed_while_the_pod_started(
+        squarepeg: Squarepeg, terminal: list[Terminal]) -> None:
+    # `run -it alpine sh` as typed: its first prompt is in no log (no newline yet), so what
+    # the user types at once, before the attach is there, is what must reach the shell.
+    term = Terminal(squarepeg, "run", "-q", "-it", "alpine", "sh", rows=40, columns=100)
+    terminal.append(term)
+    term.type(b"stty size; exit $((1+2))\r")
+    assert term.wait() == 3, term.output
+    assert b"40 100\r\n" in term.output
+
+
+@attach_needed
+def test_it_in_job_mode_on_a_terminal(squarepeg: Squarepeg, kubesim: Kubesim, namespace: str,
+                                      terminal: list[Terminal]) -> None:
+    term = Terminal(squarepeg, "run", "-q", "-it", "--mode", "job", "--name", "jobshell",
+                    "alpine", "sh", "-c", "echo job shell; exec sh")
+    terminal.append(term)
+    term.wait_for(b"job shell\r\n")
+    assert names(kubesim, namespace, "jobs") == ["job/jobshell"]
+    term.type(b"test -t 0 && echo in $((2+3))\r")
+    term.wait_for(b"in 5\r\n")
+    term.type(b"exit 6\r")
+    assert term.wait() == 6, term.output
+
+
 # --- the status line while the pod starts ---------------------------------------------------
 
-SLOW_PULL = {"images": {"slowpull": {"cmd": ["sh", "-c", "echo pulled"], "pull_seconds": 2}}}
+# Longer than watch.CREATING_GRACE_SECONDS, after which the pod's events are looked at.
+SLOW_PULL = {"images": {"slowpull": {"cmd": ["sh", "-c", "echo pulled"], "pull_seconds": 4}}}
 
 
 def test_the_status_line_rewrites_itself_on_a_terminal(
@@ -233,11 +321,14 @@ def test_the_status_line_rewrites_itself_on_a_terminal(
     shown = term.output
     status = b"\r\x1b[Ksquarepeg: waiting for the pod: Pending, ContainerCreating ("
     assert shown.count(status) >= 2, shown  # rewritten in place, at least once
+    # Once the events have been looked at, the kubelet's own words for what it waits on.
+    assert b'\r\x1b[Ksquarepeg: waiting for the pod: Pending, Pulling image "slowpull" (' \
+        in shown, shown
     # Erased before the container's output starts, and never ended with a newline.
-    after = shown.rpartition(status)[2]
+    after = shown.rpartition(b"\r\x1b[Ksquarepeg: waiting for the pod: ")[2]
     assert after.split(b"\r\x1b[K", 1)[1].lstrip(b"\r\n").startswith(b"pulled"), shown
     assert b"s)\r\n" not in shown
-    wait_until(lambda: names(sim, "default") == [], 30, "the pod to be deleted")
+    assert_nothing_left(sim, "default")
 
 
 def test_no_status_line_in_a_pipe(kubesim_factory: Any, tmp_path: Path) -> None:
@@ -245,7 +336,7 @@ def test_no_status_line_in_a_pipe(kubesim_factory: Any, tmp_path: Path) -> None:
     done = Squarepeg(sim, "default", tmp_path)("run", "slowpull")
     assert (done.code, done.stdout) == (0, b"pulled\n"), done.stderr
     assert "waiting for the pod" not in done.stderr and "\x1b" not in done.stderr
-    wait_until(lambda: names(sim, "default") == [], 30, "the pod to be deleted")
+    assert_nothing_left(sim, "default")
 
 
 @attach_needed
@@ -272,3 +363,44 @@ def test_sigterm_during_it_keeps_its_two_stage_meaning(
     after = termios.tcgetattr(term.master)
     assert after[3] & termios.ECHO and after[3] & termios.ICANON
     wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be deleted")
+
+
+@attach_needed
+def test_a_second_sigterm_during_it_leaves_the_pod_and_names_it(
+        squarepeg: Squarepeg, terminal: list[Terminal], kubesim: Kubesim, namespace: str,
+        tmp_path: Path) -> None:
+    term = Terminal(squarepeg, "run", "-it", "--name", "left", "alpine", "sh", "-c",
+                    "echo attached-shell; exec sh", env=slow_deletes(tmp_path))
+    terminal.append(term)
+    term.wait_for(b"attached-shell\r\n")
+    try:
+        term.process.send_signal(signal.SIGTERM)
+        term.wait_for(b"press Ctrl-C again")  # the delete is on its way (held up 30 s)
+        term.process.send_signal(signal.SIGTERM)
+        assert term.wait() == 130, term.output
+        assert b"kubectl delete pod left" in term.output
+        after = termios.tcgetattr(term.master)
+        assert after[3] & termios.ECHO and after[3] & termios.ICANON
+    finally:
+        kubesim.kubectl("delete", "pod", "left", "-n", namespace, "--wait=false")
+
+
+@attach_needed
+def test_refused_attach_on_a_terminal_exits_125_and_gives_the_terminal_back(
+        kubesim_factory: Any, tmp_path: Path) -> None:
+    sim = kubesim_factory(NO_ATTACH_RIGHT)
+    runner = Squarepeg(sim, "default", tmp_path)
+    # Not `sh`: an interactive shell ignores SIGTERM, so its pod, deleted, would take the
+    # whole grace period (30 s) to go.
+    term = Terminal(runner, "run", "-q", "--context", "kubesim-bob", "-it", "alpine", "cat")
+    try:
+        assert term.wait() == 125, term.output
+        settings = termios.tcgetattr(term.master)
+    finally:
+        term.close()
+        runner.close()
+    errors = [line for line in term.output.splitlines() if b"error:" in line]
+    assert len(errors) == 1 and b"`create` on `pods/attach`" in errors[0], term.output
+    assert b"run without -it" in errors[0]
+    assert settings[3] & termios.ECHO and settings[3] & termios.ICANON
+    assert_nothing_left(sim, "default")

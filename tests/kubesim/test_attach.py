@@ -24,7 +24,7 @@ from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream
 
 from tests.conftest import Kubesim
-from tests.helpers import wait_until
+from tests.helpers import wait_for_terminal_size, wait_until
 from tests.kubesim.test_kubectl_cluster import create, field, ok, wait_phase
 
 ATTACH_SECONDS = 60.0
@@ -208,15 +208,7 @@ def test_a_tty_container_follows_the_terminal(kubesim: Kubesim, namespace: str,
     term.type(b"stty size\r")
     term.wait_for(b"40 100")
     term.resize(30, 120)
-    asked = [0]
-
-    def resized() -> bool:
-        asked[0] += 1
-        term.type(b"stty size; echo m$((%d+1000))\r" % asked[0])
-        term.wait_for(b"m%d" % (asked[0] + 1000))
-        return b"30 120" in term.output
-
-    wait_until(resized, 30, "the resize to reach the container")
+    wait_for_terminal_size(term, 30, 120)
     # Ctrl-C reaches the container's foreground process through its terminal.
     term.type(b"sh -c 'echo sleeping; exec sleep 30' && echo slept\r")
     term.wait_for(b"sleeping\r\n")

@@ -1,14 +1,18 @@
 """attachment.refusal: kubectl attach's complaint as one line naming the cause and the fix,
-for the texts kubectl 1.32 prints (recorded against kubesim's refusals)."""
+for the texts kubectl 1.32 prints (recorded against kubesim's refusals); the words of the
+status line a run shows while it waits for its pod, and when the console shows it."""
 
 from __future__ import annotations
+
+import io
 
 import pytest
 
 from kubectl_squarepeg.attachment import refusal
 from kubectl_squarepeg.commands import Commands
+from kubectl_squarepeg.console import Console
 from kubectl_squarepeg.kubectl import Target
-from kubectl_squarepeg.watch import startup_status
+from kubectl_squarepeg.watch import image_being_pulled, startup_status
 
 COMMANDS = Commands(Target(kubeconfig="/k/config", context="prod", namespace="ns"))
 WHERE = "--kubeconfig=/k/config --context=prod --namespace=ns"
@@ -50,3 +54,47 @@ def test_startup_status_says_phase_reason_and_seconds() -> None:
     unscheduled = {"status": {"phase": "Pending", "conditions": [
         {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}}
     assert startup_status(unscheduled, 12) == "waiting for the pod: Pending, Unschedulable (12s)"
+    pulling = 'Pulling image "python:3.12"'
+    assert startup_status(creating, 5, pulling) == \
+        'waiting for the pod: Pending, Pulling image "python:3.12" (5s)'
+    # A reason that says more than "still creating" is kept.
+    assert startup_status(unscheduled, 5, pulling).endswith("Unschedulable (5s)")
+
+
+def event(reason: str, message: str) -> dict[str, str]:
+    return {"type": "Normal", "reason": reason, "message": message}
+
+
+def test_the_image_being_pulled_is_the_one_no_later_event_says_is_done() -> None:
+    pulling = event("Pulling", 'Pulling image "big:1"')
+    assert image_being_pulled([event("Scheduled", "assigned"), pulling]) == \
+        'Pulling image "big:1"'
+    assert image_being_pulled([pulling, event(
+        "Pulled", 'Successfully pulled image "big:1" in 3.1s (3.1s including waiting)')]) is None
+    assert image_being_pulled([pulling, {"type": "Warning", "reason": "Failed", "message":
+                                         'Failed to pull image "big:1": not found'}]) is None
+    # An init container's image was pulled; main's is still on its way.
+    assert image_being_pulled([event("Pulling", 'Pulling image "init:1"'),
+                               event("Pulled", 'Container image "init:1" already present'),
+                               pulling]) == 'Pulling image "big:1"'
+    assert image_being_pulled([]) is None
+
+
+class TerminalStream(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_status_line_only_on_a_terminal_and_not_quiet() -> None:
+    shown = TerminalStream()
+    console = Console(shown)
+    console.progress("waiting for the pod: Pending (0s)")
+    console.progress("waiting for the pod: Pending (1s)")
+    console.end_progress()
+    assert shown.getvalue() == ("\r\x1b[Ksquarepeg: waiting for the pod: Pending (0s)"
+                                "\r\x1b[Ksquarepeg: waiting for the pod: Pending (1s)\r\x1b[K")
+    quiet_terminal, pipe = TerminalStream(), io.StringIO()
+    for console in (Console(quiet_terminal, quiet=True), Console(pipe)):
+        console.progress("waiting for the pod: Pending (0s)")
+        console.end_progress()
+    assert quiet_terminal.getvalue() == pipe.getvalue() == ""
