@@ -154,6 +154,29 @@ def test_two_ctrl_c_say_only_what_is_known_and_name_it(
         kubesim.kubectl("delete", "pod", "abandoned", "-n", namespace, "--wait=false")
 
 
+def test_a_second_ctrl_c_after_the_delete_was_sent_says_it_may_be_gone(
+    terminal: Any, kubesim: Any, namespace: str, tmp_path: Path
+) -> None:
+    term = terminal("run", "--name", "going", *SLEEPER, env=slow_deletes(tmp_path))
+    wait_for_output(term)
+    term.ctrl_c()
+    handed_over = tmp_path / "slow-delete"
+    wait_until(lambda: any(f.stat().st_size for f in handed_over.glob("delete-input.*")), 30,
+               "the delete's manifest to reach kubectl")
+    term.ctrl_c()
+    try:
+        assert term.wait() == 130, term.stderr()
+        assert _interrupted_lines(term.stderr())[1:] == [
+            "squarepeg: warning: interrupted again: cleanup abandoned; a delete of pod/going "
+            "was sent, so it may be gone or going; check: kubectl get pod going "
+            f"--context={kubesim.context} --namespace={namespace}",
+            "squarepeg: warning: delete it if it is not: kubectl delete pod going "
+            f"--context={kubesim.context} --namespace={namespace}",
+        ], term.stderr()
+    finally:
+        kubesim.kubectl("delete", "pod", "going", "-n", namespace, "--wait=false")
+
+
 def test_sigterm_behaves_as_the_first_ctrl_c(
     squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path
 ) -> None:
