@@ -14,7 +14,6 @@ command that needs it, so `--help` and `--version` stay fast.
 # The C modules, already loaded: nothing may stand between start-up and the handlers.
 import _signal  # type: ignore[import-not-found]
 import sys as _sys
-from collections.abc import Iterable as _Iterable
 
 __version__ = "0.1.0"
 
@@ -26,7 +25,7 @@ early_signals: list[int] = []
 ignored_at_start: frozenset[int] = frozenset()
 
 
-def stoppable(signals: _Iterable[int]) -> tuple[int, ...]:
+def stoppable(signals: tuple[int, ...]) -> tuple[int, ...]:
     """The signals of `signals` that squarepeg may handle: not those it started ignoring."""
     return tuple(signum for signum in signals if signum not in ignored_at_start)
 

@@ -35,7 +35,7 @@ from kubectl_squarepeg.errors import INTERRUPTED, RUNNER_FAILED, SquarepegError,
 # must not become a KeyboardInterrupt traceback: the package remembers it (__init__.py) and
 # main() acts on it as soon as it can. From main() on, until a run's two-stage handler
 # (interrupt.py) takes over, SIGINT and SIGHUP end squarepeg with 130 and 129 and no
-# message: nothing has been created yet. One squarepeg was started with ignored is left
+# message: nothing has been created yet. A signal squarepeg was started with ignored stays
 # ignored (`stoppable`).
 HANGUP_EXIT = 128 + signal.SIGHUP
 _EARLY_SIGNALS = (signal.SIGINT, signal.SIGHUP)

@@ -31,6 +31,11 @@ class Commands:
         shown = Target(namespace=self.target.namespace) if self.in_cluster else self.target
         return shlex.join(["kubectl", *args, *shown.global_args(namespaced=namespaced)])
 
+    def reachability_hint(self) -> str:
+        """The fix for an API server that gave no answer at all."""
+        info = self.kubectl("cluster-info", namespaced=False)
+        return f"check that the cluster is reachable: `{info}`"
+
     @property
     def namespace(self) -> str:
         return self.target.namespace or "default"

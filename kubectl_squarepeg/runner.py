@@ -151,8 +151,7 @@ def rejection(
         whoami = commands.kubectl("auth", "whoami", namespaced=False)
         hint = f"log in to the cluster again; `{whoami}` shows who you are"
     elif complaints.unreachable(reason):
-        info = commands.kubectl("cluster-info", namespaced=False)
-        hint = f"check that the cluster is reachable: `{info}`"
+        hint = commands.reachability_hint()
     else:
         hint = "`kubectl squarepeg run --dry-run ...` prints the manifest that was sent"
     return ClusterError(f"cannot create {ref} in namespace {namespace}: {reason}", hint)

@@ -582,8 +582,7 @@ def sweep_now(
         said = "; ".join(result.problems)
         commands = Commands(target, getattr(connection, "in_cluster", False))
         if complaints.unreachable(said):
-            info = commands.kubectl("cluster-info", namespaced=False)
-            hint = f"check that the cluster is reachable: `{info}`"
+            hint = commands.reachability_hint()
         else:
             can_i = commands.kubectl("auth", "can-i", "delete", "pods")
             hint = (
