@@ -54,6 +54,13 @@ def _remember_signal(signum: int, frame: FrameType | None) -> None:
     _early_signal.append(signum)
 
 
+def _quiet_about_signalled(unraisable: sys.UnraisableHookArgs) -> None:
+    """Python's report of an exception it swallowed (a weakref callback or a __del__ was
+    running): none for `_Signalled`, which `_execute` raises again; the rest as usual."""
+    if not isinstance(unraisable.exc_value, _Signalled):
+        sys.__unraisablehook__(unraisable)
+
+
 def _raise_signal(signum: int, frame: FrameType | None) -> None:
     if _early_signal:
         return  # the first one is being acted on: squarepeg is on its way out
@@ -557,6 +564,8 @@ _NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 def main(argv: list[str] | None = None) -> NoReturn:
     """Entry point of the `kubectl-squarepeg` executable."""
     try:
+        if argv is None:  # the executable, not a test calling main()
+            sys.unraisablehook = _quiet_about_signalled
         for signum in stoppable(_EARLY_SIGNALS):
             signal.signal(signum, _raise_signal)
         if _early_signal:

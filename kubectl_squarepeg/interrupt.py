@@ -183,6 +183,7 @@ class TwoStageInterrupt:
         self._redelivering = False
         self._uncaught = False  # a first-stage Interrupted raised, the run not yet told of it
         self._redelivery: _Redelivery | None = None
+        self._previous_unraisable: Callable[[sys.UnraisableHookArgs], object] | None = None
         self._installed = False
         self._previous: dict[int, object] = {}
 
@@ -204,6 +205,8 @@ class TwoStageInterrupt:
         if threading.current_thread() is not threading.main_thread():
             return False
         self._redelivery = _Redelivery(self._redeliver)
+        self._previous_unraisable = sys.unraisablehook
+        sys.unraisablehook = self._unraisable
         for signum in stoppable(SIGNALS):
             self._previous[signum] = signal.signal(signum, self._handle)
         self._installed = True
@@ -217,8 +220,18 @@ class TwoStageInterrupt:
         for signum, previous in self._previous.items():
             signal.signal(signum, previous)  # type: ignore[arg-type]
         self._previous.clear()
+        if self._previous_unraisable is not None:
+            sys.unraisablehook = self._previous_unraisable
         if self._redelivery is not None:
             self._redelivery.close()
+
+    def _unraisable(self, unraisable: sys.UnraisableHookArgs) -> None:
+        """Python's report of an exception it swallowed: not a word of it for the first
+        stage's (a traceback the user must not see; it is raised again), the rest as usual."""
+        if isinstance(unraisable.exc_value, Interrupted):
+            return
+        if self._previous_unraisable is not None:
+            self._previous_unraisable(unraisable)
 
     def caught(self) -> None:
         """The run has caught the first stage's Interrupted (or ended otherwise): it is not
