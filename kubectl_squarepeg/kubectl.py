@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import fcntl
 import functools
 import json
 import os
@@ -43,12 +42,6 @@ from kubectl_squarepeg.target import Target as Target
 
 KUBECTL = "kubectl"
 _TERMINATE_GRACE_SECONDS = 2.0
-# A stream's stdout pipe (ours, see _PipeReader) holds 1 MiB rather than Linux's default
-# 64 KiB, so that kubectl writes ahead while squarepeg decodes: a 100 MB log stream went
-# from 34 to 42 MB/s here (scripts/bench-stream). 1 MiB is what an unprivileged process
-# may ask for by default (/proc/sys/fs/pipe-max-size); where it cannot be had, the default
-# stays.
-_STDOUT_PIPE_BYTES = 1 << 20
 
 
 class Result(NamedTuple):
@@ -297,14 +290,10 @@ class _PipeReader:
     a partial line or a small watch event is never held back waiting for more.
     """
 
-    def __init__(self, sink: _ByteSink, bufsize: int, *, capacity: int | None = None) -> None:
+    def __init__(self, sink: _ByteSink, bufsize: int) -> None:
         self._sink = sink
         self._bufsize = bufsize
         self.read_fd, self.write_fd = os.pipe()
-        set_size = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
-        if capacity is not None and set_size is not None:
-            with contextlib.suppress(OSError):
-                fcntl.fcntl(self.write_fd, set_size, capacity)
         self._thread = threading.Thread(target=self._pump, name="stdout-reader", daemon=True)
 
     def started(self) -> None:
@@ -422,7 +411,7 @@ def start(
     """
     argv = (*(target.global_args(namespaced=namespaced) if target else []), *args)
     sink = _ByteSink(on_stdout) if on_stdout is not None else None
-    reader = _PipeReader(sink, out_bufsize, capacity=_STDOUT_PIPE_BYTES) if sink else None
+    reader = _PipeReader(sink, out_bufsize) if sink else None
     held: HeldStdin | None = None
     child_stdin: bytes | int
     if isinstance(stdin, HeldStdin):

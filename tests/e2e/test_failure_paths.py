@@ -113,7 +113,7 @@ def test_an_api_server_going_down_at_the_delete_still_gets_the_delete(
 NO_RESUME = """#!/bin/sh
 # The real kubectl, except that a log stream can never be resumed.
 for word in "$@"; do
-  case "$word" in --since-time=*) echo "error: unexpected EOF" >&2; exit 1;; esac
+  case "$word" in *sinceTime=*) echo "error: unexpected EOF" >&2; exit 1;; esac
 done
 exec "{real}" "$@"
 """

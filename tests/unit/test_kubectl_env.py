@@ -4,7 +4,6 @@ that vanished."""
 
 from __future__ import annotations
 
-import fcntl
 import os
 import signal
 from pathlib import Path
@@ -33,21 +32,6 @@ def test_a_kubectl_gone_since_it_was_found_is_kubectl_missing(
         kubectl.start(["version"], stdin=held)
     assert kubectl.running_children() == []
     held.release(b"{}")  # closed by the failed start: a no-op, no error
-
-
-@pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="pipe sizes are Linux's")
-def test_stdout_pipes_are_enlarged_where_the_system_allows() -> None:
-    reader = kubectl._PipeReader(kubectl._ByteSink(lambda chunk: None), 65536, capacity=1 << 20)
-    try:
-        assert fcntl.fcntl(reader.write_fd, fcntl.F_GETPIPE_SZ) == 1 << 20
-    finally:
-        reader.abandon()
-    # More than the system allows: the default stays, and nothing is raised.
-    reader = kubectl._PipeReader(kubectl._ByteSink(lambda chunk: None), 65536, capacity=1 << 40)
-    try:
-        assert fcntl.fcntl(reader.write_fd, fcntl.F_GETPIPE_SZ) >= 4096
-    finally:
-        reader.abandon()
 
 
 def _mask(status: str, field: str) -> int:

@@ -12,7 +12,14 @@ import pytest
 
 from kubectl_squarepeg import kubectl, logs
 from kubectl_squarepeg.console import Console
-from kubectl_squarepeg.logs import Backoff, LogDecoder, LogFollower, ResumePoint, retryable
+from kubectl_squarepeg.logs import (
+    Backoff,
+    LogDecoder,
+    LogFollower,
+    ResumePoint,
+    log_request,
+    retryable,
+)
 
 
 def ts(second: int, nanos: int) -> bytes:
@@ -270,7 +277,14 @@ class FakeKubectl:
 
 FAST = Backoff(attempts=5, first_seconds=0.001, max_seconds=0.004, stable_seconds=1000)
 TARGET = kubectl.Target(context="kubesim", namespace="ns")
-BASE = ["logs", "-f", "--timestamps", "p", "-c", "main"]
+# What `kubectl logs -f --timestamps p -c main [--since-time=T]` requests, through get --raw.
+BASE = ["get", "--raw",
+        "/api/v1/namespaces/ns/pods/p/log?container=main&follow=true&timestamps=true"]
+
+
+def resumed(since: str) -> list[str]:
+    """BASE from `since`, a whole second as the API takes it (its colons escaped)."""
+    return [*BASE[:2], f"{BASE[2]}&sinceTime={since.replace(':', '%3A')}"]
 EOF_ERROR = b"error: unexpected EOF\n"
 GIVE_UP = (
     "squarepeg: warning: lost the log stream of pod p ({}); its output may be incomplete: "
@@ -317,8 +331,8 @@ def test_follower_reconnects_twice_and_writes_everything_once() -> None:
     assert cut2 > cut1
     assert fake.calls == [
         BASE,
-        [*BASE, "--since-time=2026-12-02T19:00:00Z"],
-        [*BASE, "--since-time=2026-12-02T19:00:01Z"],
+        resumed("2026-12-02T19:00:00Z"),
+        resumed("2026-12-02T19:00:01Z"),
     ]
     # The second drop made progress (it wrote new bytes), so its attempt count restarts.
     assert err.getvalue() == retry_line("unexpected EOF", "0.001", 1) * 2
@@ -345,7 +359,7 @@ def test_used_up_reconnects_wait_for_the_end_then_fetch_the_rest() -> None:
     assert err.getvalue().endswith(SUSPENDED.format(REFUSED_REASON))
     assert logs.finish(5.0) is True
     assert out.getvalue() == content(SAMPLE)
-    assert fake.calls[-1] == [*BASE, "--since-time=2026-12-02T19:00:00Z"]
+    assert fake.calls[-1] == resumed("2026-12-02T19:00:00Z")
     assert (logs.gave_up, logs.error) == (False, None)
 
 
@@ -441,15 +455,15 @@ def test_a_clean_end_before_the_container_ended_is_resumed() -> None:
     logs, fake, out, err = follower([Script([data[:cut]], 0), Script([rest], None)])
     logs.start()
 
-    def resumed() -> bool:
+    def caught_up() -> bool:
         return len(fake.calls) == 2 and out.getvalue() == content(SAMPLE)
 
-    assert wait_until(resumed)
+    assert wait_until(caught_up)
     assert err.getvalue() == ""  # no "will retry" for a clean end
     logs.stop()
     assert logs.join(5.0) is True
     assert fake.streams[1].terminated.is_set()
-    assert fake.calls[1] == [*BASE, "--since-time=2026-12-02T19:00:01Z"]
+    assert fake.calls[1] == resumed("2026-12-02T19:00:01Z")
 
 
 def test_clean_ends_that_use_up_the_attempts_wait_quietly_for_the_end() -> None:
@@ -547,3 +561,16 @@ def wait_until(condition: Callable[[], bool], seconds: float = 5.0) -> bool:
             return True
         done.wait(0.01)
     return condition()
+
+
+def test_the_log_request_is_what_kubectl_logs_sends() -> None:
+    # kubesim.md: `logs -f --timestamps POD -c main` requests
+    # .../pods/POD/log?container=main&follow=true&timestamps=true, and --since-time adds
+    # sinceTime; names that need it are escaped, in the path and in the query.
+    assert log_request("ns", "p", "main", None) == BASE[2]
+    assert log_request("ns", "p", "main", "2026-12-02T19:00:00Z") == resumed(
+        "2026-12-02T19:00:00Z"
+    )[2]
+    assert log_request("a b", "p/q", "c&d", None) == (
+        "/api/v1/namespaces/a%20b/pods/p%2Fq/log?container=c%26d&follow=true&timestamps=true"
+    )
