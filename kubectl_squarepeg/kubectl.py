@@ -15,6 +15,11 @@ its stdout: sh's own reader holds a chunk until `_out_bufsize` bytes have arrive
 event would wait for 64 KiB) or, line-buffered, reads 1 KiB at a time and calls back once
 a line (24 MB/s here, against 340 MB/s this way); README, Decisions ("sh, the one door").
 
+The run's create and its first watch send their request through `kubectl create --raw`
+and `kubectl get --raw` (so does the log stream, logs.py): the request `kubectl create` or
+`kubectl get -w` would send, without the round trips and the discovery cache those read
+first (README, Decisions, "The create is a POST").
+
 Never builds a shell command line, never puts a manifest in argv (it goes on stdin), and
 never decides what a kubectl failure means to the user: callers turn a `Result` into a
 typed error.
@@ -32,6 +37,7 @@ import signal
 import sys
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -489,19 +495,34 @@ def collect(child: Child, *, timeout: float | None = None) -> Result:
 # --- verbs of a run ---------------------------------------------------------------------
 
 
-def create(target: Target, manifest: bytes, *, dry_run_server: bool = False) -> Result:
-    """`kubectl create -f -`, the manifest on stdin: the object as JSON (or dry-run YAML).
+def create_dry_run(target: Target, manifest: bytes) -> Result:
+    """`kubectl create -f - --dry-run=server -o yaml`: what the API server would make of the
+    manifest, as YAML in kubectl's own words."""
+    return run(["create", "-f", "-", "--dry-run=server", "-o", "yaml"], target, stdin=manifest)
+
+
+def start_create(target: Target, manifest: bytes, kind: str, namespace: str) -> Child:
+    """The run's create started, to be `collect`ed (the run starts its watch while it is in
+    flight): the manifest POSTed by `kubectl create --raw`, whose stdout is the API server's
+    answer, the created object as JSON.
 
     `create`, not `apply`: an object of the same name must be an AlreadyExists error, not
-    silently merged into.
+    silently merged into. Strict field validation is asked for in the request itself:
+    `kubectl create -f -` asks for the same, but only after fetching the OpenAPI document
+    to learn that the server offers it (two round trips) and mapping the kind through its
+    discovery cache (README, Decisions, "The create is a POST").
     """
-    return collect(start_create(target, manifest, dry_run_server=dry_run_server))
+    request = create_request(kind, namespace)
+    return start(["create", "--raw", request, "-f", "-"], target, stdin=manifest, namespaced=False)
 
 
-def start_create(target: Target, manifest: bytes, *, dry_run_server: bool = False) -> Child:
-    """`create` started, to be `collect`ed: a run starts its watch while this is in flight."""
-    output = ["--dry-run=server", "-o", "yaml"] if dry_run_server else ["-o", "json"]
-    return start(["create", "-f", "-", *output], target, stdin=manifest)
+def create_request(kind: str, namespace: str) -> str:
+    """The collection a Pod or Job of `namespace` is POSTed to, with strict field
+    validation: an unknown field is an error, never dropped without a word."""
+    root = "/apis/batch/v1" if kind.lower() == "job" else "/api/v1"
+    plural = kind.lower() + "s"
+    in_namespace = urllib.parse.quote(namespace, safe="")
+    return f"{root}/namespaces/{in_namespace}/{plural}?fieldValidation=Strict"
 
 
 def watch_pods(
@@ -512,24 +533,29 @@ def watch_pods(
     field_selector: str | None = None,
     on_stdout: Callable[[bytes], None],
 ) -> Child:
-    """`kubectl get -w --output-watch-events -o json` of one pod by name, or by selectors.
+    """Watch events of one pod by name, or of the pods that selectors match, as JSON
+    (`{"type": ..., "object": ...}`), so that a deletion is seen as DELETED.
 
-    Watch events (not bare objects) so that a deletion is seen as DELETED. By name, kubectl
-    first GETs the pod (a 404 ends it); by selector, the pod need not exist yet.
+    By name, `kubectl get pod NAME -w --output-watch-events -o json`: kubectl first GETs the
+    pod, so a pod that is gone ends it with a 404. By selector, the pod need not exist yet:
+    `kubectl get --raw` of the watch itself, which begins with the pods that exist (as
+    ADDED) and needs neither the list nor the discovery cache that `kubectl get -w` reads
+    first (README, Decisions, "The create is a POST").
     """
     if name is not None:
-        what = ["pod", name]
-    else:
-        what = ["pods"]
-        if selector is not None:
-            what += ["-l", selector]
-        if field_selector is not None:
-            what += ["--field-selector", field_selector]
-    return start(
-        ["get", *what, "--watch", "--output-watch-events", "-o", "json"],
-        target,
-        on_stdout=on_stdout,
-    )
+        return start(
+            ["get", "pod", name, "--watch", "--output-watch-events", "-o", "json"],
+            target,
+            on_stdout=on_stdout,
+        )
+    query = {"watch": "true"}
+    if selector is not None:
+        query["labelSelector"] = selector
+    if field_selector is not None:
+        query["fieldSelector"] = field_selector
+    namespace = urllib.parse.quote(target.namespace or DEFAULT_NAMESPACE, safe="")
+    request = f"/api/v1/namespaces/{namespace}/pods?{urllib.parse.urlencode(query)}"
+    return start(["get", "--raw", request], target, on_stdout=on_stdout, namespaced=False)
 
 
 def events_for(target: Target, name: str) -> Result:

@@ -168,7 +168,7 @@ def _manifest_bytes(plan: Plan) -> bytes:
 def dry_run_server(plan: Plan, connection: Connection, console: Console) -> int:
     """Send the manifest as a server-side dry run; print the apiserver's object as YAML."""
     try:
-        result = kubectl.create(connection.target, _manifest_bytes(plan), dry_run_server=True)
+        result = kubectl.create_dry_run(connection.target, _manifest_bytes(plan))
         if not result.ok:
             commands = Commands(connection.target, connection.in_cluster)
             raise rejection(result, plan.kind, plan.name, commands, dry_run_server=True)
@@ -269,7 +269,7 @@ class Run:
             waited, pause = waited + pause, min(pause * 2, CREATE_RETRY_MAX_PAUSE)
             with self.shields.shield():
                 manifest = _manifest_bytes(self.plan)
-                result = kubectl.collect(kubectl.start_create(self.target, manifest))
+                result = kubectl.collect(self._start_create(manifest))
                 if not result.ok and not refused_before_sending(result):
                     raise rejection(result, self.plan.kind, self.plan.name, self.commands)
                 self._note_created(result)
@@ -283,11 +283,14 @@ class Run:
         except ValueError:
             self.uid = None
 
+    def _start_create(self, manifest: bytes) -> kubectl.Child:
+        return kubectl.start_create(self.target, manifest, self.plan.kind, self.plan.namespace)
+
     def _start_create_and_watch(self) -> kubectl.Child:
         """The create first (it is what the run waits for), then the watch, which tolerates
         a pod that does not exist yet, so that their start-ups overlap."""
         pod_watch = self._new_watch()
-        creating = kubectl.start_create(self.target, _manifest_bytes(self.plan))
+        creating = self._start_create(_manifest_bytes(self.plan))
         pod_watch.start(early=True)
         return creating
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -49,7 +50,7 @@ CLIENT_SIDE_LOG_DROP = (
 
 __all__ = [
     "CLIENT_SIDE_LOG_DROP", "Finished", "Squarepeg", "age_the_finish", "counting_kubectl",
-    "names", "skip_where_the_kubelet_owns_pod_status", "wait_until",
+    "names", "skip_where_the_kubelet_owns_pod_status", "wait_until", "watched_pod",
 ]
 
 BIN = Path(sys.executable).parent
@@ -231,6 +232,17 @@ def counting_kubectl(tmp_path: Path) -> tuple[dict[str, str], Path]:
     shim.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
     shim.chmod(0o755)
     return {"PATH": f"{shim_dir}{os.pathsep}{os.environ['PATH']}"}, log
+
+
+_NAME_SELECTOR = re.compile(r"metadata\.name(?:=|%3D)([a-z0-9.-]+)")
+
+
+def watched_pod(command_line: str) -> str | None:
+    """The pod a kubectl command line watches by a field selector on its name, as squarepeg
+    starts a run's first watch (`get --raw` of the watch), or None if it is no such watch."""
+    found = _NAME_SELECTOR.search(command_line)
+    watching = "--watch" in command_line or "watch=true" in command_line
+    return found.group(1) if found and watching else None
 
 
 def _earlier(stamp: str, seconds: float) -> str:

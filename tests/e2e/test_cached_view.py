@@ -27,6 +27,7 @@ def cached_view(kubesim: Any, squarepeg: Squarepeg) -> None:
 
 
 def creates(log: Path) -> list[str]:
+    """The kubectl creates logged; a run's names its namespace in the request's path."""
     return [line for line in log.read_text().splitlines() if " create " in f" {line} "]
 
 
@@ -41,8 +42,9 @@ def test_a_run_with_a_cached_view_asks_no_config_view(
     calls = log.read_text().splitlines()
     assert not any("config view" in call for call in calls)  # the cached answer
     assert len(creates(log)) == 1
-    assert f"--namespace={namespace}" in creates(log)[0]
-    assert len([call for call in calls if "--watch" in call]) == 1, calls
+    assert f"/namespaces/{namespace}/" in creates(log)[0]
+    watches = [call for call in calls if "--watch" in call or "watch=true" in call]
+    assert len(watches) == 1, calls  # by name (--raw of a watch) or by the Job's label
     assert names(kubesim, namespace) == []
 
 
@@ -61,7 +63,7 @@ def test_a_config_namespace_wins_over_the_cached_contexts(
     try:
         assert (done.code, done.stdout) == (0, b"moved\n"), done.stderr
         made = creates(log)
-        assert len(made) == 1 and f"--namespace={namespace}" in made[0], made
+        assert len(made) == 1 and f"/namespaces/{namespace}/" in made[0], made
         kept = names(kubesim, namespace)
         assert len(kept) == 1 and kept[0].startswith("pod/squarepeg-alpine-")
         assert names(kubesim, "default") == before  # nothing created in the context's

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.conftest import Squarepeg, counting_kubectl, names, wait_until
+from tests.e2e.conftest import Squarepeg, counting_kubectl, names, wait_until, watched_pod
 
 SCENARIO: dict[str, Any] = {
     "images": {"slowimage": {"entrypoint": [], "cmd": ["sh"], "pull_seconds": 3},
@@ -115,7 +115,7 @@ def kubectl_watches_of(pods: list[str]) -> list[str]:
             argv = (entry / "cmdline").read_bytes().decode(errors="replace")
         except OSError:
             continue
-        if "--watch" in argv and any(pod in argv for pod in pods):
+        if watched_pod(argv.replace("\0", " ")) in pods:
             found.append(argv.replace("\0", " "))
     return found
 
@@ -128,9 +128,9 @@ def test_rejections_leave_no_watch_running(run_in: Any, cluster: Any, tmp_path: 
     assert (quota.code, denied.code) == (125, 125)
     assert quota.has_line("error:", "exceeded quota"), quota.lines
     assert denied.has_line("error:", "denied the request: images must be pinned"), denied.lines
-    watches = [line for line in log.read_text().splitlines() if "--watch" in line]
-    assert len(watches) == 2, log.read_text()  # each run started its watch
-    pods = [line.split("metadata.name=")[1].split()[0] for line in watches]
+    watches = [watched_pod(line) for line in log.read_text().splitlines()]
+    pods = [pod for pod in watches if pod is not None]
+    assert len(pods) == 2, log.read_text()  # each run started its watch
     assert kubectl_watches_of(pods) == []
     assert names(cluster, "quota-ns") == names(cluster, "default") == []
 
