@@ -548,14 +548,23 @@ def watch_pods(
             target,
             on_stdout=on_stdout,
         )
+    namespace = target.namespace or DEFAULT_NAMESPACE
+    request = watch_request(namespace, selector=selector, field_selector=field_selector)
+    return start(["get", "--raw", request], target, on_stdout=on_stdout, namespaced=False)
+
+
+def watch_request(
+    namespace: str, *, selector: str | None = None, field_selector: str | None = None
+) -> str:
+    """The watch of the pods of `namespace` that the selectors match, from now, beginning
+    with those that exist (a watch without a resourceVersion)."""
     query = {"watch": "true"}
     if selector is not None:
         query["labelSelector"] = selector
     if field_selector is not None:
         query["fieldSelector"] = field_selector
-    namespace = urllib.parse.quote(target.namespace or DEFAULT_NAMESPACE, safe="")
-    request = f"/api/v1/namespaces/{namespace}/pods?{urllib.parse.urlencode(query)}"
-    return start(["get", "--raw", request], target, on_stdout=on_stdout, namespaced=False)
+    in_namespace = urllib.parse.quote(namespace, safe="")
+    return f"/api/v1/namespaces/{in_namespace}/pods?{urllib.parse.urlencode(query)}"
 
 
 def events_for(target: Target, name: str) -> Result:

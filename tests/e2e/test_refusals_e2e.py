@@ -67,3 +67,19 @@ def test_a_refused_docker_flag_or_image_creates_nothing(
         done = squarepeg("run", *args, "true")
         assert done.code == 125 and len(done.lines) == 1, done.lines
     assert names(kubesim, namespace) == []
+
+
+def test_an_unknown_passthrough_field_is_refused_by_the_api_server_creating_nothing(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str
+) -> None:
+    """The create asks the API server for strict field validation itself (README, Decisions,
+    "The create is a POST"): a field the server does not know is an error, not dropped."""
+    config = squarepeg.home / "typo.yaml"
+    config.write_text("kubernetes:\n  spec:\n    activeDeadlineSecond: 30\n")
+    for mode in ("pod", "job"):
+        refused = squarepeg("run", "--config", str(config), "--mode", mode, "alpine", "true")
+        assert (refused.code, refused.stdout) == (125, b""), refused.stderr
+        assert refused.has_line("error: cannot create", "unknown field",
+                                "activeDeadlineSecond"), refused.lines
+        assert refused.has_line("fix the field named above"), refused.lines
+        assert names(kubesim, namespace) == []
