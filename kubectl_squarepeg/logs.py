@@ -1,11 +1,11 @@
 """The log follower: the container's output, as raw bytes, to stdout, across dropped streams.
 
-Owns the follow stream of one container's log (`log_request`: the request `kubectl logs -f
---timestamps` sends, made with `kubectl get --raw`), taking the timestamps off, writing the
-content bytes untouched (binary, ANSI, `\\r`, a partial line as soon as it arrives), and
-reconnecting when the stream drops, with exponential backoff, so that nothing is lost and
-nothing is repeated. Never decodes container output and never writes anything of its own to
-stdout: its messages go to stderr through the console.
+Owns the follow stream of one container's log (`kubectl.log_request`: the request
+`kubectl logs -f --timestamps` sends, made with `kubectl get --raw`), taking the timestamps
+off, writing the content bytes untouched (binary, ANSI, `\\r`, a partial line as soon as it
+arrives), and reconnecting when the stream drops, with exponential backoff, so that nothing
+is lost and nothing is repeated. Never decodes container output and never writes anything of
+its own to stdout: its messages go to stderr through the console.
 
 Two halves. `LogDecoder` is pure (bytes in, bytes out, no I/O) and holds the resume point.
 `LogFollower` drives kubectl (through `kubectl.start`) on a background thread.
@@ -29,7 +29,6 @@ import errno
 import re
 import threading
 import time
-import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol
@@ -269,26 +268,6 @@ class Backoff:
         return float(min(self.max_seconds, self.first_seconds * 2 ** (attempt - 1)))
 
 
-def log_request(namespace: str, pod: str, container: str, since: str | None) -> str:
-    """The log endpoint's request for a follow stream with timestamps, from `since` (RFC
-    3339, whole seconds) when given: what `kubectl logs -f --timestamps [--since-time]`
-    sends, for `kubectl get --raw`.
-
-    Why not `kubectl logs` itself: it writes its stdout a line at a time (a write call per
-    line), so a chatty container's output crawls through it (100 MB of 64-byte lines: about
-    50 MB/s with timestamps, against over 300 MB/s through `get --raw`, which copies whatever
-    has arrived), and it first GETs the pod, a round trip before the first byte.
-    README, Decisions ("The log stream").
-    """
-    query = {"container": container, "follow": "true", "timestamps": "true"}
-    if since is not None:
-        query["sinceTime"] = since
-    path = "/api/v1/namespaces/{}/pods/{}/log".format(
-        urllib.parse.quote(namespace, safe=""), urllib.parse.quote(pod, safe="")
-    )
-    return f"{path}?{urllib.parse.urlencode(query)}"
-
-
 class Stream(Protocol):
     """What the follower needs of a running log stream (a kubectl.Child)."""
 
@@ -485,7 +464,8 @@ class LogFollower:
             self._decoder.restart()
             since = self._decoder.resume.since_time()
         namespace = self._target.namespace or kubectl.DEFAULT_NAMESPACE
-        args = ["get", "--raw", log_request(namespace, self._pod, self._container, since)]
+        request = kubectl.log_request(namespace, self._pod, self._container, since)
+        args = ["get", "--raw", request]
         with self._lock:
             if self._stopped:
                 return None

@@ -12,12 +12,12 @@ import pytest
 
 from kubectl_squarepeg import kubectl, logs
 from kubectl_squarepeg.console import Console
+from kubectl_squarepeg.kubectl import log_request
 from kubectl_squarepeg.logs import (
     Backoff,
     LogDecoder,
     LogFollower,
     ResumePoint,
-    log_request,
     retryable,
 )
 
