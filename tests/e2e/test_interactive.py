@@ -283,7 +283,11 @@ def test_it_sh_takes_what_was_typed_while_the_pod_started(
     # the user types at once, before the attach is there, is what must reach the shell.
     term = Terminal(squarepeg, "run", "-q", "-it", "alpine", "sh", rows=40, columns=100)
     terminal.append(term)
-    term.type(b"stty size; exit $((1+2))\r")
+    # kubectl attach sends the size plus one, then the size, to make the shell redraw (seen:
+    # a line typed this early ran in between and read 41 101). So the line waits, up to 5 s,
+    # for the size to settle; the sizes are computed so that the echo cannot match them.
+    term.type(b'i=0; until [ "$(stty size)" = "$((39+1)) $((99+1))" ] || [ $i -gt 50 ]; '
+              b"do i=$((i+1)); sleep 0.1; done; stty size; exit $((1+2))\r")
     assert term.wait() == 3, term.output
     assert b"40 100\r\n" in term.output
 
