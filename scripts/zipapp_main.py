@@ -101,9 +101,9 @@ def main():
     if unpacked is not None:
         sys.path[0] = unpacked
     if os.path.basename(sys.argv[0]).startswith(COMPLETION_PREFIX):
-        from kubectl_squarepeg.cli import complete_main as entry_point
+        from kubectl_squarepeg.cli.app import complete_main as entry_point
     else:
-        from kubectl_squarepeg.cli import main as entry_point
+        from kubectl_squarepeg.cli.app import main as entry_point
     entry_point()
 
 

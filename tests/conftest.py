@@ -9,7 +9,7 @@ SQUAREPEG_TEST_CLUSTER (default kubesim). Tests outside tests/e2e always use kub
   `.context` (the kubeconfig's context name), `.ctl(*args) -> str` (scripts/kubesim ctl;
   raises on failure) and `.kubectl(*args, input=None, check=False) -> CompletedProcess` (the
   real kubectl, bytes). While it is active, KUBECONFIG and KUBECACHEDIR are also set in
-  os.environ (in-process code such as kubectl_squarepeg.kubectl.run starts kubectl with
+  os.environ (in-process code such as kubectl_squarepeg.cluster.kubectl.run starts kubectl with
   os.environ). tests/e2e/conftest.py overrides it with the selected cluster.
 - `localkube_session` (session scope): one `scripts/localkube serve` for the whole run (the
   real control plane takes seconds to start, not milliseconds); a `Localkube` has the same

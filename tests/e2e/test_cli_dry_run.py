@@ -1207,9 +1207,9 @@ def test_help_and_version_load_only_click(sandbox: Sandbox) -> None:
     for args in (["--help"], ["--version"], ["run", "--help"]):
         ours = {m for m in imported_modules(sandbox, *args) if m.startswith("kubectl_squarepeg.")}
         assert ours <= {
-            "kubectl_squarepeg.cli",
-            "kubectl_squarepeg.console",
-            "kubectl_squarepeg.dockerflags",
+            "kubectl_squarepeg.cli.app",
+            "kubectl_squarepeg.terminal.console",
+            "kubectl_squarepeg.build.dockerflags",
             "kubectl_squarepeg.errors",
         }
         assert not {"yaml", "sh", "jsonpatch"} & imported_modules(sandbox, *args)

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from kubectl_squarepeg import sweep
+from kubectl_squarepeg.run import sweep
 from tests.e2e.conftest import (
     Squarepeg,
     age_the_finish,

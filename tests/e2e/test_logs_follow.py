@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from kubectl_squarepeg import kubectl
-from kubectl_squarepeg.console import Console
-from kubectl_squarepeg.logs import LogFollower
+from kubectl_squarepeg.cluster import kubectl
+from kubectl_squarepeg.run.logs import LogFollower
+from kubectl_squarepeg.terminal.console import Console
 from tests.e2e.conftest import CLIENT_SIDE_LOG_DROP
 from tests.helpers import wait_until
 

@@ -563,7 +563,7 @@ def test_the_zipapp_is_sorted_stamped_and_pure_python(release: Release) -> None:
     names = [info.filename for info in infos]
     assert names == sorted(names)
     assert len({info.date_time for info in infos}) == 1
-    assert "__main__.py" in names and "kubectl_squarepeg/cli.py" in names
+    assert "__main__.py" in names and "kubectl_squarepeg/cli/app.py" in names
     for dependency in (
         "click/__init__.py",
         "yaml/__init__.py",
@@ -722,7 +722,7 @@ def test_help_and_version_do_not_load_completion(tmp_path: Path) -> None:
         "        cli.main(argv)\n"
         "    except SystemExit:\n"
         "        pass\n"
-        "print('kubectl_squarepeg.completion' in sys.modules, file=sys.stderr)\n"
+        "print('kubectl_squarepeg.cli.completion' in sys.modules, file=sys.stderr)\n"
     )
     result = run([sys.executable, "-c", probe], os.environ, tmp_path)
     assert result.stderr.strip() == "False"

@@ -2,7 +2,7 @@
 
 Two ways to run one case, checked by the same `check_outcome`:
 
-- `Sandbox.in_process(argv)` calls `kubectl_squarepeg.cli.main(argv)`, the function the
+- `Sandbox.in_process(argv)` calls `kubectl_squarepeg.cli.app.main(argv)`, the function the
   installed `kubectl-squarepeg` executable is (pyproject's [project.scripts]), inside
   click's `CliRunner.isolation` (stdin, stdout, stderr and os.environ swapped), in the
   sandbox's working directory. It is the same parsing, config loading, validation,
@@ -195,7 +195,8 @@ class Sandbox:
 
     def in_process(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> Outcome:
         """cli.main(argv) in this process; see the module docstring."""
-        from kubectl_squarepeg import cli, kubectl
+        from kubectl_squarepeg.cli import app as cli
+        from kubectl_squarepeg.cluster import kubectl
 
         CASES.add("in-process")
         environ = self.environ(env)

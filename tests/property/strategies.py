@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
-from kubectl_squarepeg import config
+from kubectl_squarepeg.config import files as config
 
 TRICKY = [
     "", " ", "-", "--", "=", "==", "0", "-1", "+1", "01", "0x10", "1e400", "-1e400", "nan",

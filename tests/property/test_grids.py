@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from kubectl_squarepeg import config
+from kubectl_squarepeg.config import files as config
 from tests.property.harness import Outcome, Sandbox, check_outcome
 from tests.property.strategies import TRICKY, VALUED
 

@@ -8,11 +8,11 @@ import io
 
 import pytest
 
-from kubectl_squarepeg.attachment import refusal
-from kubectl_squarepeg.commands import Commands
-from kubectl_squarepeg.console import Console
-from kubectl_squarepeg.kubectl import Target
-from kubectl_squarepeg.watch import image_being_pulled, startup_status
+from kubectl_squarepeg.cluster.attachment import refusal
+from kubectl_squarepeg.cluster.commands import Commands
+from kubectl_squarepeg.cluster.kubectl import Target
+from kubectl_squarepeg.run.watch import image_being_pulled, startup_status
+from kubectl_squarepeg.terminal.console import Console
 
 COMMANDS = Commands(Target(kubeconfig="/k/config", context="prod", namespace="ns"))
 WHERE = "--kubeconfig=/k/config --context=prod --namespace=ns"

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from kubectl_squarepeg import claims
-from kubectl_squarepeg.claims import Claims, Dropped
+from kubectl_squarepeg.build import claims
+from kubectl_squarepeg.build.claims import Claims, Dropped
 from kubectl_squarepeg.errors import ConfigError
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import kubectl_squarepeg
-from kubectl_squarepeg import kubectl
-from kubectl_squarepeg.commands import Commands
+from kubectl_squarepeg.cluster import kubectl
+from kubectl_squarepeg.cluster.commands import Commands
+from kubectl_squarepeg.cluster.kubectl import Target
 from kubectl_squarepeg.errors import ClusterError
-from kubectl_squarepeg.kubectl import Target
 
 TARGET = Target(kubeconfig="/my dir/config", context="prod", namespace="ci")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_squarepeg import kubectl
-from kubectl_squarepeg.complaints import clean, unreachable
+from kubectl_squarepeg.cluster import kubectl
+from kubectl_squarepeg.cluster.complaints import clean, unreachable
 
 KLOG = (
     "E1203 15:30:01.123456   4242 memcache.go:265] couldn't get current server API group "

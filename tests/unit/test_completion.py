@@ -6,9 +6,9 @@ from __future__ import annotations
 import click
 import pytest
 
-from kubectl_squarepeg import completion
-from kubectl_squarepeg.cli import cli
-from kubectl_squarepeg.completion import (
+from kubectl_squarepeg.cli import completion
+from kubectl_squarepeg.cli.app import cli
+from kubectl_squarepeg.cli.completion import (
     DIRECTIVE_DEFAULT,
     DIRECTIVE_ERROR,
     DIRECTIVE_FILTER_DIRS,

@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_squarepeg import config, trust
-from kubectl_squarepeg.config import Origin
+from kubectl_squarepeg.build.values import Tmpfs
+from kubectl_squarepeg.config import files as config
+from kubectl_squarepeg.config import trust
+from kubectl_squarepeg.config.files import Origin
 from kubectl_squarepeg.errors import ConfigError
-from kubectl_squarepeg.values import Tmpfs
 
 
 def load(*texts: str, environ: dict[str, str] | None = None) -> config.Config:

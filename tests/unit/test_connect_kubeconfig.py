@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kubectl_squarepeg.connect import ClusterFlags, missing_kubeconfig
+from kubectl_squarepeg.cluster.connect import ClusterFlags, missing_kubeconfig
 
 
 def test_a_missing_kubeconfig_flag_is_an_error(tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kubectl_squarepeg import kubectl, runner
+from kubectl_squarepeg.cluster import kubectl
+from kubectl_squarepeg.run import runner
 
 
 def _failed(stderr: str) -> kubectl.Result:

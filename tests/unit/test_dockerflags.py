@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 import pytest
 
-from kubectl_squarepeg import cli, dockerflags
+from kubectl_squarepeg.build import dockerflags
+from kubectl_squarepeg.cli import app as cli
 from kubectl_squarepeg.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,7 +117,7 @@ def test_a_restart_policy_other_than_no_is_refused() -> None:
 
 
 def test_completion_offers_no_refused_flag() -> None:
-    from kubectl_squarepeg.completion import complete_words
+    from kubectl_squarepeg.cli.completion import complete_words
 
     offered = {c.value for c in complete_words(cli.cli, ["run", "--"]).candidates}
     assert offered and not offered & dockerflags.REFUSED_NAMES
@@ -131,7 +132,7 @@ def test_the_five_flags_mapped_later_are_supported_visible_and_completed(name: s
     flag = dockerflags.BY_NAME[name]
     assert flag.status in ("supported", "different") and "not mapped" not in flag.meaning
     assert not run_options()[name].hidden
-    from kubectl_squarepeg.completion import complete_words
+    from kubectl_squarepeg.cli.completion import complete_words
 
     offered = {c.value for c in complete_words(cli.cli, ["run", name[:6]]).candidates}
     assert name in offered

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from kubectl_squarepeg.kubectl import HeldStdin
+from kubectl_squarepeg.cluster.kubectl import HeldStdin
 
 
 def test_release_hands_over_everything_then_end_of_file() -> None:

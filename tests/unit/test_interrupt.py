@@ -16,9 +16,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from kubectl_squarepeg import interrupt, kubectl
-from kubectl_squarepeg.console import Console
+from kubectl_squarepeg.cluster import kubectl
 from kubectl_squarepeg.errors import Interrupted
+from kubectl_squarepeg.run import interrupt
+from kubectl_squarepeg.terminal.console import Console
 
 TARGET = kubectl.Target(context="kubesim", kubeconfig="/home/u/.kube/config", namespace="ci")
 POD = interrupt.Resource("Pod", "squarepeg-alpine-a1b2c3", TARGET)
@@ -289,8 +290,9 @@ def test_install_outside_the_main_thread_does_nothing(stderr: io.StringIO) -> No
 PROGRAM = textwrap.dedent(
     """
     import sys, threading, time
-    from kubectl_squarepeg import interrupt, kubectl
-    from kubectl_squarepeg.console import Console
+    from kubectl_squarepeg.run import interrupt
+    from kubectl_squarepeg.cluster import kubectl
+    from kubectl_squarepeg.terminal.console import Console
     from kubectl_squarepeg.errors import Interrupted
 
     target = kubectl.Target(context="kubesim", namespace="default")
@@ -367,8 +369,9 @@ def test_process_second_signal_abandons_the_cleanup_at_once() -> None:
 ABANDON_WITH_CHILD = textwrap.dedent(
     """
     import sys, threading
-    from kubectl_squarepeg import interrupt, kubectl
-    from kubectl_squarepeg.console import Console
+    from kubectl_squarepeg.run import interrupt
+    from kubectl_squarepeg.cluster import kubectl
+    from kubectl_squarepeg.terminal.console import Console
 
     child = kubectl.start(["get", "pods", "--watch"])
     resource = interrupt.Resource("Pod", "p", kubectl.Target(namespace="default"))

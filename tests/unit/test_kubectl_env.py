@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_squarepeg import kubectl
+from kubectl_squarepeg.cluster import kubectl
 
 
 def test_children_get_the_users_environment_whole(monkeypatch: pytest.MonkeyPatch) -> None:

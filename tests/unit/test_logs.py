@@ -10,16 +10,17 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from kubectl_squarepeg import kubectl, logs
-from kubectl_squarepeg.console import Console
-from kubectl_squarepeg.kubectl import log_request
-from kubectl_squarepeg.logs import (
+from kubectl_squarepeg.cluster import kubectl
+from kubectl_squarepeg.cluster.kubectl import log_request
+from kubectl_squarepeg.run import logs
+from kubectl_squarepeg.run.logs import (
     Backoff,
     LogDecoder,
     LogFollower,
     ResumePoint,
     retryable,
 )
+from kubectl_squarepeg.terminal.console import Console
 
 
 def ts(second: int, nanos: int) -> bytes:

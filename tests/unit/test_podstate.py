@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from kubectl_squarepeg import podstate
-from kubectl_squarepeg.podstate import Outcome
+from kubectl_squarepeg.cluster import podstate
+from kubectl_squarepeg.cluster.podstate import Outcome
 
 
 def pod(

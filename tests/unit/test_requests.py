@@ -3,7 +3,7 @@ create and the first watch (README, Decisions; the log stream's is in test_logs.
 
 from __future__ import annotations
 
-from kubectl_squarepeg.kubectl import create_request, watch_request
+from kubectl_squarepeg.cluster.kubectl import create_request, watch_request
 
 
 def test_a_pod_and_a_job_are_posted_to_their_collections_with_strict_validation() -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 
-from kubectl_squarepeg import cli, kubectl
+from kubectl_squarepeg.cli import app as cli
+from kubectl_squarepeg.cluster import kubectl
 
 UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_squarepeg import kubectl
-from kubectl_squarepeg.commands import Commands
-from kubectl_squarepeg.runner import rejection
+from kubectl_squarepeg.cluster import kubectl
+from kubectl_squarepeg.cluster.commands import Commands
+from kubectl_squarepeg.run.runner import rejection
 
 COMMANDS = Commands(kubectl.Target(context="prod", kubeconfig="/k", namespace="ns"))
 WHERE = "--kubeconfig=/k --context=prod"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubectl_squarepeg.splice import Splice
+from kubectl_squarepeg.terminal.splice import Splice
 
 
 def test_the_log_is_shown_until_the_attach_speaks() -> None:

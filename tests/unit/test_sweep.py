@@ -8,8 +8,10 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from kubectl_squarepeg import config, podstate, runner, sweep, watch
-from kubectl_squarepeg.sweep import Orphan
+from kubectl_squarepeg.cluster import podstate
+from kubectl_squarepeg.config import files as config
+from kubectl_squarepeg.run import runner, sweep, watch
+from kubectl_squarepeg.run.sweep import Orphan
 
 NOW = datetime(2026, 12, 2, 20, 0, 0, tzinfo=timezone.utc)
 MIN_AGE = 300.0

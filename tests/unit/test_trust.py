@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_squarepeg import trust
+from kubectl_squarepeg.config import trust
+from kubectl_squarepeg.config.trust import Verdict
 from kubectl_squarepeg.errors import ConfigError
-from kubectl_squarepeg.trust import Verdict
 
 
 def test_verdicts_follow_the_contents(tmp_path: Path) -> None:

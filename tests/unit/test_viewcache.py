@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_squarepeg import kubectl, viewcache
-from kubectl_squarepeg.connect import ContextView, KubeconfigProbe
+from kubectl_squarepeg.cluster import kubectl, viewcache
+from kubectl_squarepeg.cluster.connect import ContextView, KubeconfigProbe
 
 HOUR_AGO = time.time() - 3600
 

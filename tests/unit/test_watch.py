@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from kubectl_squarepeg import kubectl, watch
-from kubectl_squarepeg.commands import Commands
-from kubectl_squarepeg.console import Console
+from kubectl_squarepeg.cluster import kubectl
+from kubectl_squarepeg.cluster.commands import Commands
+from kubectl_squarepeg.cluster.podstate import Outcome
 from kubectl_squarepeg.errors import StartupError
-from kubectl_squarepeg.podstate import Outcome
+from kubectl_squarepeg.run import watch
+from kubectl_squarepeg.terminal.console import Console
 
 TARGET = kubectl.Target(namespace="ns")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from kubectl_squarepeg.target import Target
+from kubectl_squarepeg.cluster.target import Target
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kubectl_squarepeg import values
-from kubectl_squarepeg.claims import RESERVED, Claims, Dropped, apply_patches, merge_passthrough
-from kubectl_squarepeg.config import Config
+from kubectl_squarepeg.build import values
+from kubectl_squarepeg.build.claims import (
+    RESERVED,
+    Claims,
+    Dropped,
+    apply_patches,
+    merge_passthrough,
+)
+from kubectl_squarepeg.build.options import RunOptions, flag_name
+from kubectl_squarepeg.config.files import Config
 from kubectl_squarepeg.errors import ConfigError
-from kubectl_squarepeg.options import RunOptions, flag_name
 
 MAIN = "main"
 MANAGED_BY_LABEL = values.MANAGED_BY_LABEL

@@ -27,9 +27,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
-from kubectl_squarepeg import complaints, interrupt, kubectl, podstate, watch
-from kubectl_squarepeg.commands import Commands
-from kubectl_squarepeg.console import Console
+from kubectl_squarepeg.cluster import complaints, kubectl, podstate
+from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.errors import (
     INTERRUPTED,
     ClusterError,
@@ -38,11 +37,14 @@ from kubectl_squarepeg.errors import (
     SquarepegError,
     StartupError,
 )
+from kubectl_squarepeg.run import interrupt, watch
+from kubectl_squarepeg.terminal.console import Console
 
 if TYPE_CHECKING:
-    from kubectl_squarepeg import sweep, terminal
-    from kubectl_squarepeg.connect import Connection
-    from kubectl_squarepeg.manifest import Plan
+    from kubectl_squarepeg.build.manifest import Plan
+    from kubectl_squarepeg.cluster.connect import Connection
+    from kubectl_squarepeg.run import sweep
+    from kubectl_squarepeg.terminal import session as terminal
 
 MAIN = podstate.MAIN
 KEEP_LABEL = "squarepeg.io/keep"  # manifest.py's (importing it would load the whole chain)
@@ -299,7 +301,7 @@ class Run:
         options = self.plan.options
         if not options.orphan_sweep or self._sweep is not None or not self.created:
             return
-        from kubectl_squarepeg import sweep  # after the create: nothing before it waits
+        from kubectl_squarepeg.run import sweep  # after the create: nothing before it waits
 
         self._sweep = sweep.sweep_in_background(
             self._connection,
@@ -315,7 +317,7 @@ class Run:
 
     def start_logs(self, pod: str, out: BinaryIO | None = None) -> None:
         if self._follower_factory is None:
-            from kubectl_squarepeg import logs  # after the create: nothing before it waits
+            from kubectl_squarepeg.run import logs  # after the create: nothing before it waits
 
             self._follower_factory = logs.LogFollower
         factory = self._follower_factory
@@ -337,7 +339,9 @@ class Run:
         spliced after what the log had before it (terminal.py)."""
         options = self.plan.options
         if options.interactive and options.tty:
-            from kubectl_squarepeg import terminal  # only -it needs termios and a pty
+            from kubectl_squarepeg.terminal import (
+                session as terminal,  # only -it needs termios and a pty
+            )
 
             session = terminal.TerminalSession(self._out, self._stdin_fd)
             self._terminal = session
@@ -368,7 +372,7 @@ class Run:
             self._attach_failed_at = now
         if now - self._attach_failed_at < ATTACH_GRACE_SECONDS:
             return False
-        from kubectl_squarepeg import attachment
+        from kubectl_squarepeg.cluster import attachment
 
         stderr = child.stderr.decode("utf-8", "replace")
         pod = (self._watch.pod_name if self._watch else None) or self.plan.name

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 from click.core import ParameterSource
 
-from kubectl_squarepeg import __version__, dockerflags, stoppable
+from kubectl_squarepeg import __version__, stoppable
 from kubectl_squarepeg import early_signals as _early_signal
+from kubectl_squarepeg.build import dockerflags
 from kubectl_squarepeg.errors import INTERRUPTED, RUNNER_FAILED, SquarepegError, UsageError
 
 # --- Ctrl-C and hang-up before a run guards them ---------------------------------------------
@@ -69,10 +70,10 @@ def _raise_signal(signum: int, frame: FrameType | None) -> None:
 
 
 if TYPE_CHECKING:
-    from kubectl_squarepeg.config import Config
-    from kubectl_squarepeg.connect import Connection, KubeconfigProbe
-    from kubectl_squarepeg.console import Console
-    from kubectl_squarepeg.manifest import Plan
+    from kubectl_squarepeg.build.manifest import Plan
+    from kubectl_squarepeg.cluster.connect import Connection, KubeconfigProbe
+    from kubectl_squarepeg.config.files import Config
+    from kubectl_squarepeg.terminal.console import Console
 
 F = TypeVar("F", bound=Callable[..., Any])
 PROG_NAME = "kubectl squarepeg"
@@ -86,7 +87,7 @@ def _start_probe(flags: Mapping[str, Any]) -> KubeconfigProbe | None:
     context or kubeconfig, discards it and starts the right one)."""
     if flags["dry_run"] and flags["namespace"] and not flags["context"]:
         return None
-    from kubectl_squarepeg.connect import KubeconfigProbe
+    from kubectl_squarepeg.cluster.connect import KubeconfigProbe
     from kubectl_squarepeg.errors import KubectlMissing
 
     try:
@@ -256,9 +257,10 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
 
     import dataclasses
 
-    from kubectl_squarepeg import config, manifest, yamlout
-    from kubectl_squarepeg.connect import connect
-    from kubectl_squarepeg.options import build_run_options, check_image
+    from kubectl_squarepeg.build import manifest, yamlout
+    from kubectl_squarepeg.build.options import build_run_options, check_image
+    from kubectl_squarepeg.cluster.connect import connect
+    from kubectl_squarepeg.config import files as config
 
     check_image(flags["image"])
     explicit = {
@@ -347,7 +349,7 @@ def _check_encodable(manifest: Any, path: str = "") -> None:
 
 def _console(ctx: click.Context) -> Console:
     if ctx.obj is None:
-        from kubectl_squarepeg.console import Console
+        from kubectl_squarepeg.terminal.console import Console
 
         ctx.obj = Console()
     console: Console = ctx.obj
@@ -379,7 +381,7 @@ def config_view(show_origin: bool, config: tuple[str, ...]) -> int:
     """Print the merged configuration as YAML, after the files it came from.
 
     A project file that is not trusted is listed, and left out of the merge."""
-    from kubectl_squarepeg import config as config_module
+    from kubectl_squarepeg.config import files as config_module
 
     merged = config_module.load(explicit=config, skip_untrusted=True)
     sys.stdout.write(config_module.view_text(merged, show_origin=show_origin))
@@ -390,7 +392,7 @@ def _project_file_argument(file: str | None) -> str:
     """FILE as given, or the project file `run` would find from the working directory."""
     from pathlib import Path
 
-    from kubectl_squarepeg.config import PROJECT_FILE, find_project_file
+    from kubectl_squarepeg.config.files import PROJECT_FILE, find_project_file
 
     if file is not None:
         return file
@@ -406,7 +408,7 @@ def _project_file_argument(file: str | None) -> str:
 def _trust_store() -> Any:
     from pathlib import Path
 
-    from kubectl_squarepeg import trust
+    from kubectl_squarepeg.config import trust
 
     return trust.Store.load(trust.user_config_dir(os.environ, Path.home()))
 
@@ -464,11 +466,12 @@ def config_untrust(ctx: click.Context, file: str | None) -> int:
 def sweep(ctx: click.Context, /, **flags: Any) -> int:
     """The orphan sweep of every run, on its own: this user's finished or stuck Pods and Jobs,
     older than orphan_sweep_min_age, are listed (on stderr) and deleted."""
-    from kubectl_squarepeg import config, values
-    from kubectl_squarepeg import sweep as orphan_sweep
-    from kubectl_squarepeg.connect import ClusterFlags, connect
+    from kubectl_squarepeg.build import values
+    from kubectl_squarepeg.build.manifest import created_by_value
+    from kubectl_squarepeg.cluster.connect import ClusterFlags, connect
+    from kubectl_squarepeg.config import files as config
     from kubectl_squarepeg.errors import UsageError
-    from kubectl_squarepeg.manifest import created_by_value
+    from kubectl_squarepeg.run import sweep as orphan_sweep
 
     console = _console(ctx)
     merged = config.load(explicit=flags["config"])
@@ -512,7 +515,7 @@ def _execute(plan: Plan, connection: Connection, console: Console) -> int:
     in-cluster or not) and the Console (quiet already set; the "using context" banner and
     any dropped-config warnings are already printed).
     """
-    from kubectl_squarepeg import runner
+    from kubectl_squarepeg.run import runner
 
     if _early_signal:
         # Its raise was swallowed: Python cannot raise out of a weakref callback or a
@@ -537,7 +540,7 @@ def completion(shell: str) -> int:
     `kubectl squarepeg <TAB>` is completed by kubectl's own completion, which runs
     kubectl_complete-squarepeg from PATH; the script completes `kubectl-squarepeg <TAB>`.
     """
-    from kubectl_squarepeg.completion import print_script
+    from kubectl_squarepeg.cli.completion import print_script
 
     print_script(shell)
     return 0
@@ -579,7 +582,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
 
 
 def _main(argv: list[str] | None) -> int:
-    from kubectl_squarepeg.console import Console
+    from kubectl_squarepeg.terminal.console import Console
 
     console = Console()
     try:
@@ -625,6 +628,6 @@ def _leave(code: int, *, fast: bool) -> NoReturn:
 
 def complete_main() -> NoReturn:
     """Entry point of `kubectl_complete-squarepeg` (kubectl's plugin completion hook)."""
-    from kubectl_squarepeg.completion import complete_main as answer_completion
+    from kubectl_squarepeg.cli.completion import complete_main as answer_completion
 
     answer_completion(cli)

@@ -26,7 +26,7 @@ import tty
 from collections.abc import Callable
 from typing import Any, BinaryIO, Protocol
 
-from kubectl_squarepeg.splice import Splice
+from kubectl_squarepeg.terminal.splice import Splice
 
 _READ_BYTES = 65536
 

@@ -38,11 +38,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kubectl_squarepeg import dockerflags, values
-from kubectl_squarepeg.claims import deep_merge, describe, is_named_list, named_segment
+from kubectl_squarepeg.build import dockerflags, values
+from kubectl_squarepeg.build.claims import deep_merge, describe, is_named_list, named_segment
+from kubectl_squarepeg.build.values import ValueProblem
+from kubectl_squarepeg.config.trust import Store, Verdict, refusal, user_config_dir
 from kubectl_squarepeg.errors import ConfigError
-from kubectl_squarepeg.trust import Store, Verdict, refusal, user_config_dir
-from kubectl_squarepeg.values import ValueProblem
 
 SYSTEM_CONFIG = Path("/etc/squarepeg/config.yaml")
 PROJECT_FILE = ".squarepeg.yaml"
@@ -1123,7 +1123,7 @@ def view_text(config: Config, *, show_origin: bool = False) -> str:
     """`config view`: the merged configuration as YAML, after comment lines naming every
     config file found (with a project file's trust); with `show_origin`, each value's origin
     (FILE:LINE, or default) as a comment at the end of its line."""
-    from kubectl_squarepeg import yamlout
+    from kubectl_squarepeg.build import yamlout
 
     def comment(path: OriginPath) -> str:
         return str(config.origin_of(*path) or DEFAULT)

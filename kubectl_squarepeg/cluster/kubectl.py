@@ -42,10 +42,10 @@ import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-from kubectl_squarepeg.commands import Commands
+from kubectl_squarepeg.cluster.commands import Commands
+from kubectl_squarepeg.cluster.target import DEFAULT_NAMESPACE as DEFAULT_NAMESPACE
+from kubectl_squarepeg.cluster.target import Target as Target
 from kubectl_squarepeg.errors import ClusterError, KubectlMissing
-from kubectl_squarepeg.target import DEFAULT_NAMESPACE as DEFAULT_NAMESPACE
-from kubectl_squarepeg.target import Target as Target
 
 KUBECTL = "kubectl"
 _TERMINATE_GRACE_SECONDS = 2.0
@@ -66,7 +66,7 @@ class Result(NamedTuple):
     @property
     def error_text(self) -> str:
         """kubectl's complaint, without its `error: ` prefix, on one line (complaints.py)."""
-        from kubectl_squarepeg import complaints
+        from kubectl_squarepeg.cluster import complaints
 
         lines = [ln.strip() for ln in self.stderr.decode("utf-8", "replace").splitlines()]
         lines = [ln for ln in lines if ln]

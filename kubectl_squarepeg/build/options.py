@@ -23,10 +23,10 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from kubectl_squarepeg import values
-from kubectl_squarepeg.config import Config
+from kubectl_squarepeg.build import values
+from kubectl_squarepeg.build.values import Tmpfs, ValueProblem
+from kubectl_squarepeg.config.files import Config
 from kubectl_squarepeg.errors import UsageError
-from kubectl_squarepeg.values import Tmpfs, ValueProblem
 
 Mode = Literal["pod", "job"]
 T = TypeVar("T")

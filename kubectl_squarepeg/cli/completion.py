@@ -139,7 +139,7 @@ def complete_main(cli: click.Command, argv: Sequence[str] | None = None) -> NoRe
 def print_script(shell: str) -> None:
     """Body of `kubectl squarepeg completion SHELL`: the script on stdout, and a warning on
     stderr when the helper it relies on is missing from PATH."""
-    from kubectl_squarepeg.console import Console
+    from kubectl_squarepeg.terminal.console import Console
 
     sys.stdout.write(completion_script(shell))
     sys.stdout.flush()

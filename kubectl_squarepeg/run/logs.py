@@ -33,10 +33,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
-from kubectl_squarepeg import kubectl
-from kubectl_squarepeg.commands import Commands
-from kubectl_squarepeg.console import Console
+from kubectl_squarepeg.cluster import kubectl
+from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.errors import SquarepegError
+from kubectl_squarepeg.terminal.console import Console
 
 # RFC3339Nano is at most 35 bytes ("2026-12-02T19:00:00.123456789+00:00"); a line whose first
 # space comes later than this has no timestamp.

@@ -24,10 +24,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kubectl_squarepeg import kubectl, podstate
-from kubectl_squarepeg.commands import Commands
-from kubectl_squarepeg.console import Console
+from kubectl_squarepeg.cluster import kubectl, podstate
+from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.errors import ClusterError, StartupError
+from kubectl_squarepeg.terminal.console import Console
 
 SLICE_SECONDS = 0.1
 # How often a blocked Pending pod's events are fetched again (new ones may have appeared).

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from kubectl_squarepeg import kubectl, viewcache
-from kubectl_squarepeg.commands import Commands
+from kubectl_squarepeg.cluster import kubectl, viewcache
+from kubectl_squarepeg.cluster.commands import Commands
+from kubectl_squarepeg.cluster.kubectl import Target
 from kubectl_squarepeg.errors import ClusterError, KubectlMissing, UsageError
-from kubectl_squarepeg.kubectl import Target
 
 
 class ClusterChoice(Protocol):

@@ -11,7 +11,7 @@ work after the cleanup has deleted the pod (its events, never a `describe` of it
 
 from __future__ import annotations
 
-from kubectl_squarepeg.commands import Commands
+from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.errors import ClusterError
 
 _GONE = (

@@ -34,10 +34,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Final, Literal, Protocol
 
-from kubectl_squarepeg import complaints, kubectl, podstate
-from kubectl_squarepeg.commands import Commands
-from kubectl_squarepeg.console import Console
+from kubectl_squarepeg.cluster import complaints, kubectl, podstate
+from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.errors import ClusterError, SquarepegError
+from kubectl_squarepeg.terminal.console import Console
 
 # The labels manifest.py writes (importing it would pull in the whole manifest chain).
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"

@@ -38,10 +38,11 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from types import FrameType
 
-from kubectl_squarepeg import kubectl, stoppable
-from kubectl_squarepeg.commands import Commands
-from kubectl_squarepeg.console import Console
+from kubectl_squarepeg import stoppable
+from kubectl_squarepeg.cluster import kubectl
+from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.errors import INTERRUPTED, Interrupted
+from kubectl_squarepeg.terminal.console import Console
 
 # SIGHUP (the terminal closed, an ssh connection dropped) means what Ctrl-C means.
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
