@@ -23,8 +23,8 @@ from kubectl_squarepeg.build.claims import (
     apply_patches,
     merge_passthrough,
 )
+from kubectl_squarepeg.build.configured import Configured
 from kubectl_squarepeg.build.options import RunOptions, flag_name
-from kubectl_squarepeg.config.files import Config
 from kubectl_squarepeg.errors import ConfigError
 
 MAIN = "main"
@@ -383,7 +383,7 @@ def job_from_pod(pod: dict[str, Any], *, ttl_seconds: int | None) -> dict[str, A
 # --- the Plan ---------------------------------------------------------------------------
 
 
-def _origin_lookup(config: Config, part: str) -> Callable[[tuple[str, ...]], str]:
+def _origin_lookup(config: Configured, part: str) -> Callable[[tuple[str, ...]], str]:
     def origin_of(path: tuple[str, ...]) -> str:
         return str(config.origin_of("kubernetes", part, *path) or f"kubernetes.{part}")
 
@@ -402,7 +402,7 @@ def _tmpfs_notes(options: RunOptions) -> list[str]:
 
 
 def _flag_mounts_win(
-    options: RunOptions, config: Config, spec: dict[str, Any], at: str
+    options: RunOptions, config: Configured, spec: dict[str, Any], at: str
 ) -> list[Dropped]:
     """A passthrough volumeMount of `main` at the path a --tmpfs or --shm-size flag mounts
     (compared normalised: `/dev/shm/`, `//run`) is dropped, with the usual claim warning:
@@ -452,7 +452,7 @@ def _refuse_contract_changes(dropped: list[Dropped]) -> None:
 
 def build_plan(
     options: RunOptions,
-    config: Config,
+    config: Configured,
     *,
     namespace: str,
     run_id: str,

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from kubectl_squarepeg.build import values
+from kubectl_squarepeg.build.configured import Configured
 from kubectl_squarepeg.build.values import Tmpfs, ValueProblem
-from kubectl_squarepeg.config.files import Config
 from kubectl_squarepeg.errors import UsageError
 
 Mode = Literal["pod", "job"]
@@ -139,7 +139,7 @@ def _unique(items: Iterable[T]) -> tuple[T, ...]:
 class _Merger:
     """Lays command-line values over config values, one parameter at a time."""
 
-    def __init__(self, flags: Mapping[str, Any], explicit: Collection[str], config: Config):
+    def __init__(self, flags: Mapping[str, Any], explicit: Collection[str], config: Configured):
         self.flags = flags
         self.explicit = frozenset(explicit)
         self.config = config
@@ -431,7 +431,7 @@ def check_image(image: str) -> None:
 def build_run_options(
     flags: Mapping[str, Any],
     explicit: Collection[str],
-    config: Config,
+    config: Configured,
     *,
     environ: Mapping[str, str],
     read_text: Callable[[str], str],

@@ -72,7 +72,7 @@ def _raise_signal(signum: int, frame: FrameType | None) -> None:
 if TYPE_CHECKING:
     from kubectl_squarepeg.build.manifest import Plan
     from kubectl_squarepeg.cluster.connect import Connection, KubeconfigProbe
-    from kubectl_squarepeg.config.files import Config
+    from kubectl_squarepeg.config.merge import Config
     from kubectl_squarepeg.terminal.console import Console
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -381,10 +381,11 @@ def config_view(show_origin: bool, config: tuple[str, ...]) -> int:
     """Print the merged configuration as YAML, after the files it came from.
 
     A project file that is not trusted is listed, and left out of the merge."""
-    from kubectl_squarepeg.config import files as config_module
+    from kubectl_squarepeg.config.files import load
+    from kubectl_squarepeg.config.view import view_text
 
-    merged = config_module.load(explicit=config, skip_untrusted=True)
-    sys.stdout.write(config_module.view_text(merged, show_origin=show_origin))
+    merged = load(explicit=config, skip_untrusted=True)
+    sys.stdout.write(view_text(merged, show_origin=show_origin))
     return 0
 
 

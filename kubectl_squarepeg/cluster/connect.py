@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from kubectl_squarepeg.cluster import kubectl, viewcache
+from kubectl_squarepeg.cluster import viewcache
 from kubectl_squarepeg.cluster.commands import Commands
-from kubectl_squarepeg.cluster.kubectl import Target
+from kubectl_squarepeg.cluster.target import DEFAULT_NAMESPACE, Target
 from kubectl_squarepeg.errors import ClusterError, KubectlMissing, UsageError
 
 
@@ -49,7 +49,6 @@ class ClusterFlags:
 
 SERVICEACCOUNT_DIR_ENV = "SQUAREPEG_SERVICEACCOUNT_DIR"
 DEFAULT_SERVICEACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
-DEFAULT_NAMESPACE = kubectl.DEFAULT_NAMESPACE
 IN_CLUSTER = "in-cluster"
 _MINIFY = ("config", "view", "--minify", "-o", "json")
 _VIEW = ("config", "view", "-o", "json")
@@ -96,6 +95,10 @@ class KubeconfigProbe:
         self._known = None if known is None else ContextView(*known)
         self._child = None
         if self._known is None:
+            # The door is imported only when kubectl must run: a dry run whose kubeconfig
+            # view is cached never loads it (tests/e2e/test_lazy_sh.py).
+            from kubectl_squarepeg.cluster import kubectl
+
             target = Target(context=context, kubeconfig=kubeconfig)
             self._child = kubectl.start(_MINIFY, target, namespaced=False)
 
@@ -104,6 +107,8 @@ class KubeconfigProbe:
         if self._known is not None:
             return self._known, ""
         assert self._child is not None
+        from kubectl_squarepeg.cluster import kubectl
+
         result = kubectl.collect(self._child)
         view = parse_minified(result.stdout) if result.ok else None
         if view is None:
@@ -215,6 +220,8 @@ def _remove_quietly(path: str) -> None:
 
 def _missing_context(options: ClusterChoice) -> UsageError | None:
     """An error if the explicit --context is not in the kubeconfig (None if it is)."""
+    from kubectl_squarepeg.cluster import kubectl
+
     context = options.context
     listing = kubectl.run(_VIEW, Target(kubeconfig=options.kubeconfig), namespaced=False)
     names = context_names(listing.stdout) if listing.ok else None

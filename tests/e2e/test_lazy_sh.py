@@ -1,6 +1,11 @@
 """sh is imported only on paths that start a process: `run` imports it, while `--help`,
 `--version`, `config view` and a `--dry-run` whose kubeconfig view is cached never do.
 
+The start-up rule of the package's layers (CONTRIBUTING.md): such a dry run imports no sh, no
+jsonpatch, not the door to the cluster (cluster/kubectl.py), nothing of a run's lifecycle
+(run/) and not the terminal session. import-linter checks which module may import which;
+only a process can tell what one invocation imports at start-up.
+
 Python's own import log (PYTHONPROFILEIMPORTTIME, on stderr) of the installed command says
 which modules one invocation imported."""
 
@@ -16,6 +21,11 @@ from tests.e2e.conftest import Finished, Squarepeg
 
 IMPORT_LOG = {"PYTHONPROFILEIMPORTTIME": "1"}
 SH_IMPORTED = re.compile(r"^import time:.*\|\s*sh$", re.MULTILINE)
+IMPORTED = re.compile(r"^import time:.*\|\s*(\S+)$", re.MULTILINE)
+NOT_ON_THE_DRY_RUN_PATH = re.compile(
+    r"sh|jsonpatch|kubectl_squarepeg\.cluster\.kubectl|kubectl_squarepeg\.run(\..*)?"
+    r"|kubectl_squarepeg\.terminal\.session"
+)
 
 
 def imported_sh(result: Finished) -> bool:
@@ -45,6 +55,9 @@ def test_a_dry_run_with_a_cached_view_does_not_import_sh(
     assert cached.code == 0, cached.stderr
     assert b"image: alpine" in cached.stdout
     assert not imported_sh(cached)
+    modules = set(IMPORTED.findall(cached.stderr))
+    assert "kubectl_squarepeg.build.manifest" in modules  # the log is the dry run's
+    assert sorted(m for m in modules if NOT_ON_THE_DRY_RUN_PATH.fullmatch(m)) == []
 
 
 def test_a_run_imports_sh(squarepeg: Squarepeg) -> None:

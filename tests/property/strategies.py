@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
-from kubectl_squarepeg.config import files as config
+from kubectl_squarepeg.config.keys import ALL_KEYS
 
 TRICKY = [
     "", " ", "-", "--", "=", "==", "0", "-1", "+1", "01", "0x10", "1e400", "-1e400", "nan",
@@ -91,7 +91,7 @@ def any_argv(draw: st.DrawFn) -> list[str]:
 # --- config files ------------------------------------------------------------------------
 
 _KEY = st.one_of(
-    st.sampled_from([*config.ALL_KEYS, "keep", "name", "image", "dry_run", "Memory", "cpu",
+    st.sampled_from([*ALL_KEYS, "keep", "name", "image", "dry_run", "Memory", "cpu",
                      "kubernetes", "on", "<<", "spec", "env-file", ""]),
     _TEXT,
 )
@@ -131,7 +131,7 @@ def _kubernetes_value(draw: st.DrawFn) -> Any:
 @st.composite
 def config_document(draw: st.DrawFn) -> Any:
     """A mapping of config keys (known, misspelt, junk) to values of any type."""
-    known = st.sampled_from(config.ALL_KEYS)
+    known = st.sampled_from(ALL_KEYS)
     keys = draw(st.lists(st.one_of(known, known, _KEY), max_size=6, unique=True))
     doc: dict[Any, Any] = {}
     for key in keys:

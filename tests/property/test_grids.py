@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from kubectl_squarepeg.config import files as config
+from kubectl_squarepeg.config.keys import ALL_KEYS, KEYS
 from tests.property.harness import Outcome, Sandbox, check_outcome
 from tests.property.strategies import TRICKY, VALUED
 
@@ -51,8 +51,8 @@ def _scalar_form(value: str) -> str:
 
 def test_every_config_key_with_every_tricky_value(sandbox: Sandbox) -> None:
     outcomes = []
-    for key in config.ALL_KEYS:
-        kind = config.KEYS[key].kind if key in config.KEYS else "map"
+    for key in ALL_KEYS:
+        kind = KEYS[key].kind if key in KEYS else "map"
         for value in TRICKY:
             form = _scalar_form(value)
             for text in [f"{key}: {form}\n", *([f"{key}: [{form}]\n"] if kind == "list" else [])]:

@@ -12,11 +12,13 @@ import yaml
 from kubectl_squarepeg.build.values import Tmpfs
 from kubectl_squarepeg.config import files as config
 from kubectl_squarepeg.config import trust
-from kubectl_squarepeg.config.files import Origin
+from kubectl_squarepeg.config.keys import DEFAULTS
+from kubectl_squarepeg.config.merge import Config, Origin
+from kubectl_squarepeg.config.view import view_text
 from kubectl_squarepeg.errors import ConfigError
 
 
-def load(*texts: str, environ: dict[str, str] | None = None) -> config.Config:
+def load(*texts: str, environ: dict[str, str] | None = None) -> Config:
     """Files named a.yaml, b.yaml, ... lowest first."""
     named = [(f"{chr(ord('a') + i)}.yaml", text) for i, text in enumerate(texts)]
     return config.from_texts(named, environ or {})
@@ -137,7 +139,7 @@ def _project(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def _load_from_repo(tmp_path: Path, **kwargs: Any) -> config.Config:
+def _load_from_repo(tmp_path: Path, **kwargs: Any) -> Config:
     return config.load(
         environ={"XDG_CONFIG_HOME": str(tmp_path / "xdg")},
         cwd=tmp_path / "repo" / "sub",
@@ -174,7 +176,7 @@ def test_config_view_skips_an_untrusted_project_file_and_says_so(tmp_path: Path)
     path = _project(tmp_path, "cpus: 1\n")
     merged = _load_from_repo(tmp_path, skip_untrusted=True)
     assert "cpus" not in merged.values
-    assert config.view_text(merged).splitlines()[:2] == [
+    assert view_text(merged).splitlines()[:2] == [
         "# config files, lowest precedence first:",
         f"#   {path} (project, not trusted: not used)",
     ]
@@ -213,7 +215,7 @@ def test_an_unreadable_optional_file_is_an_error(tmp_path: Path) -> None:
 
 def test_defaults_and_an_empty_file() -> None:
     merged = load("", "# only a comment\n")
-    assert merged.values == config.DEFAULTS
+    assert merged.values == DEFAULTS
     assert merged.metadata == {} and merged.spec == {} and merged.patches == ()
 
 
@@ -475,7 +477,7 @@ def test_every_key_validates_like_its_flag() -> None:
         "read_only: 'true'\n",
         environ={"HOME": "/home/me"},
     )
-    assert {k: v for k, v in merged.values.items() if k not in config.DEFAULTS} == {
+    assert {k: v for k, v in merged.values.items() if k not in DEFAULTS} == {
         "cpus": "1500m",
         "memory": "512Mi",
         "gpus": 2,
@@ -607,7 +609,7 @@ VIEW_FILES = (
 
 def test_config_view_is_the_merged_yaml() -> None:
     merged = load(*VIEW_FILES)
-    text = config.view_text(merged)
+    text = view_text(merged)
     assert yaml.safe_load(text) == {
         "mode": "pod",
         "timeout": 300,
@@ -627,7 +629,7 @@ def test_config_view_is_the_merged_yaml() -> None:
 
 
 def test_config_view_show_origin_puts_a_comment_on_every_value() -> None:
-    text = config.view_text(load(*VIEW_FILES), show_origin=True)
+    text = view_text(load(*VIEW_FILES), show_origin=True)
     assert text.splitlines()[:3] == [
         "# config files, lowest precedence first:",
         "#   a.yaml (text)",

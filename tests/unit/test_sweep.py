@@ -9,7 +9,7 @@ from urllib.parse import parse_qs
 import pytest
 
 from kubectl_squarepeg.cluster import podstate
-from kubectl_squarepeg.config import files as config
+from kubectl_squarepeg.config.keys import DEFAULTS
 from kubectl_squarepeg.run import runner, sweep, watch
 from kubectl_squarepeg.run.sweep import Orphan
 
@@ -318,7 +318,7 @@ def test_the_floor_covers_what_a_live_run_needs_after_its_container_ended() -> N
     # default orphan_sweep_min_age so that only a lower configured age meets it.
     pause = 3.0  # watch.py's longest pause between two attempts
     needed = watch.RETRY_WINDOW_SECONDS + pause + 2 * runner.LOG_DRAIN_SECONDS
-    assert needed + 30 <= FLOOR < config.DEFAULTS["orphan_sweep_min_age"]
+    assert needed + 30 <= FLOOR < DEFAULTS["orphan_sweep_min_age"]
 
 
 def test_judge_ages_tells_young_from_held_by_the_floor() -> None:

@@ -1,0 +1,128 @@
+"""The configuration keys: each key's kind, accepted form and parser (the same parsers as
+the flags), the built-in defaults, the names people try that are not keys, and the
+did-you-mean for a key that is not known.
+
+Key names: a repeatable flag whose Kubernetes field is plural has a plural key (`labels`,
+`tolerations`, ...); the others keep the flag's long name in snake_case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from kubectl_squarepeg.build import dockerflags, values
+
+
+@dataclass(frozen=True)
+class Key:
+    kind: str  # "scalar", "bool", "map" or "list"
+    form: str  # the accepted form, for errors
+    parse: Callable[[str], Any] = str
+
+
+PAIR_FORM = "a mapping like `KEY: value`, or a list of KEY=VALUE strings"
+
+# Every `run` flag that makes sense as a default, by its long name in snake_case; the
+# repeatable flags whose Kubernetes field is plural take that plural (`--label` -> `labels`).
+KEYS: dict[str, Key] = {
+    "mode": Key("scalar", "pod or job", values.parse_mode),
+    "timeout": Key(
+        "scalar", "seconds, or a duration like 90s or 5m", values.parse_duration_seconds
+    ),
+    "namespace": Key("scalar", "a namespace name like team-a", values.validate_name),
+    "context": Key("scalar", "a kubeconfig context name", values.parse_nonempty),
+    "kubeconfig": Key("scalar", "a file path", values.parse_nonempty),
+    "cleanup": Key("bool", "true or false"),
+    "orphan_sweep": Key("bool", "true or false"),
+    "orphan_sweep_min_age": Key(
+        "scalar", "a whole number of seconds", values.parse_nonnegative_int
+    ),
+    "job_ttl_seconds_after_finished": Key(
+        "scalar", "a whole number of seconds", values.parse_int32
+    ),
+    "quiet": Key("bool", "true or false"),
+    "env": Key("map", PAIR_FORM),
+    "env_file": Key("list", "a file path, or a list of them", values.parse_nonempty),
+    "labels": Key("map", PAIR_FORM),
+    "annotations": Key("map", PAIR_FORM),
+    "workdir": Key("scalar", "an absolute path like /app", values.parse_workdir),
+    "user": Key("scalar", "UID or UID:GID, like 1000:1000", values.parse_user),
+    "entrypoint": Key("scalar", "a program, like /bin/sh", values.parse_entrypoint),
+    "cpus": Key("scalar", "a number of CPUs like 0.5", values.parse_cpus),
+    "memory": Key("scalar", "a size like 512m or 1g", values.parse_memory),
+    "memory_reservation": Key("scalar", "a size like 256m", values.parse_memory),
+    "gpus": Key("scalar", "a GPU count like 1", values.parse_gpus),
+    "pull": Key("scalar", "always, missing or never", values.parse_pull),
+    "platform": Key("scalar", "OS[/ARCH[/VARIANT]] like linux/amd64", values.parse_platform),
+    "privileged": Key("bool", "true or false"),
+    "cap_add": Key("list", "a list of capabilities like [NET_ADMIN]", values.parse_capability),
+    "cap_drop": Key("list", "a list of capabilities like [ALL]", values.parse_capability),
+    "read_only": Key("bool", "true or false"),
+    "tmpfs": Key("list", "a list of PATH[:OPTIONS] like /run:size=64m", values.parse_tmpfs),
+    "shm_size": Key("scalar", "a size like 64m", values.parse_size),
+    "hostname": Key("scalar", "a host name like worker-1", values.validate_hostname),
+    "add_host": Key("list", "a list of HOST:IP strings", values.parse_add_host),
+    "dns": Key("list", "a list of IP addresses", values.parse_dns_ip),
+    "dns_search": Key("list", "a list of domains", values.parse_dns_search),
+    "dns_options": Key(
+        "list", "a list of resolv.conf options like [ndots:2]", values.parse_dns_option
+    ),
+    "group_add": Key("list", "a list of numeric group IDs like [1000]", values.parse_group_id),
+    "sysctls": Key(
+        "list", "a list of KEY=VALUE strings like [net.ipv4.ip_forward=1]", values.parse_sysctl
+    ),
+    "stop_timeout": Key("scalar", "a whole number of seconds", values.parse_nonnegative_int),
+    "runtime": Key("scalar", "a RuntimeClass name", values.validate_subdomain),
+    "service_account": Key("scalar", "a service account name", values.validate_subdomain),
+    "node_selector": Key("map", PAIR_FORM),
+    "tolerations": Key("list", "a list of KEY[=VALUE]:EFFECT strings", values.parse_toleration),
+    "image_pull_secrets": Key("list", "a list of secret names", values.validate_subdomain),
+    "priority_class": Key("scalar", "a PriorityClass name", values.validate_subdomain),
+}
+KUBERNETES_KEYS = ("metadata", "spec", "patches")
+PATH_KEYS = ("env_file", "kubeconfig")
+ALL_KEYS = (*KEYS, "kubernetes")
+
+DEFAULTS: dict[str, Any] = {
+    "mode": "pod",
+    "timeout": 300.0,
+    "cleanup": True,
+    "orphan_sweep": True,
+    "orphan_sweep_min_age": 300,
+    "job_ttl_seconds_after_finished": 600,
+}
+DEFAULT_DISPLAY = {**DEFAULTS, "timeout": 300}
+
+# Keys people try that are not keys, and what to do instead.
+NOT_KEYS = {
+    "keep": "use `cleanup: false` to keep resources",
+    "name": "a fixed name would make two runs collide; pass --name on the command line",
+    "rm": "deleting is already the default; `cleanup: false` keeps resources",
+    "image": "the image is the first argument of `run`",
+    "command": "the command follows IMAGE on the command line; `entrypoint` is a key",
+    "dry_run": "pass --dry-run on the command line",
+    "config": "list more files in $SQUAREPEG_CONFIG or with --config",
+}
+
+PATCH_OPS = ("add", "remove", "replace", "move", "copy", "test")
+PATCH_MEMBERS = ("op", "path", "value", "from")
+
+def suggest(key: str, known: Iterable[str] = ALL_KEYS, fallback: str | None = None) -> str:
+    if key in NOT_KEYS:
+        return NOT_KEYS[key]
+    refused = dockerflags.BY_NAME.get("--" + key.replace("_", "-"))
+    if known is ALL_KEYS and refused is not None and refused.status == "refused":
+        # A docker flag squarepeg refuses gets the same answer as on the command line.
+        return f"docker's {'/'.join(refused.names)} is refused: {refused.meaning}; {refused.note}"
+    candidates = list(known)
+    import difflib  # only for the error path
+
+    match = difflib.get_close_matches(key.replace("-", "_").lower(), candidates, n=1, cutoff=0.6)
+    if match:
+        return f"did you mean {match[0]!r}?"
+    return fallback or (
+        "remove it; the keys are the long names of `run` flags in snake_case "
+        "(`kubectl squarepeg config view` shows the merged ones)"
+    )
