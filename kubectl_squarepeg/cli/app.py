@@ -28,8 +28,8 @@ from click.core import ParameterSource
 
 from kubectl_squarepeg import __version__, stoppable
 from kubectl_squarepeg import early_signals as _early_signal
-from kubectl_squarepeg.build import dockerflags
 from kubectl_squarepeg.errors import INTERRUPTED, RUNNER_FAILED, SquarepegError, UsageError
+from kubectl_squarepeg.plan import dockerflags
 
 # --- Ctrl-C and hang-up before a run guards them ---------------------------------------------
 # A signal that arrives while squarepeg is still being imported (click, mostly)
@@ -70,9 +70,9 @@ def _raise_signal(signum: int, frame: FrameType | None) -> None:
 
 
 if TYPE_CHECKING:
-    from kubectl_squarepeg.build.manifest import Plan
     from kubectl_squarepeg.cluster.connect import Connection, KubeconfigProbe
     from kubectl_squarepeg.config.merge import Config
+    from kubectl_squarepeg.plan.manifest import Plan
     from kubectl_squarepeg.terminal.console import Console
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -257,10 +257,10 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
 
     import dataclasses
 
-    from kubectl_squarepeg.build import manifest, yamlout
-    from kubectl_squarepeg.build.options import build_run_options, check_image
     from kubectl_squarepeg.cluster.connect import connect
     from kubectl_squarepeg.config import files as config
+    from kubectl_squarepeg.plan import manifest, yamlout
+    from kubectl_squarepeg.plan.options import build_run_options, check_image
 
     check_image(flags["image"])
     explicit = {
@@ -467,11 +467,11 @@ def config_untrust(ctx: click.Context, file: str | None) -> int:
 def sweep(ctx: click.Context, /, **flags: Any) -> int:
     """The orphan sweep of every run, on its own: this user's finished or stuck Pods and Jobs,
     older than orphan_sweep_min_age, are listed (on stderr) and deleted."""
-    from kubectl_squarepeg.build import values
-    from kubectl_squarepeg.build.manifest import created_by_value
     from kubectl_squarepeg.cluster.connect import ClusterFlags, connect
     from kubectl_squarepeg.config import files as config
     from kubectl_squarepeg.errors import UsageError
+    from kubectl_squarepeg.plan import values
+    from kubectl_squarepeg.plan.manifest import created_by_value
     from kubectl_squarepeg.run import sweep as orphan_sweep
 
     console = _console(ctx)

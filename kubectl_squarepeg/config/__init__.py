@@ -1,3 +1,3 @@
 """Configuration files: where they are looked for, reading, interpolation, validation,
-merge, trust. File I/O only; the merged result is build's `Config`.
+merge, trust. File I/O only; the merged `Config` is read by plan/ through its Protocol.
 """

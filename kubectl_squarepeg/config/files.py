@@ -7,7 +7,7 @@ each with its bound, and `load`: read, interpolate, validate, merge. Where the f
 looked for is injectable (`environ`, `cwd`, `home`, `system`), so tests need no real /etc or
 home directory.
 
-Not here: flags (build/options.py lays them over this), and claims (build/claims.py decides
+Not here: flags (plan/options.py lays them over this), and claims (plan/claims.py decides
 which passthrough entries a flag overrides).
 """
 
@@ -18,12 +18,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kubectl_squarepeg.build.values import ValueProblem
 from kubectl_squarepeg.config.merge import Config, merge
 from kubectl_squarepeg.config.reader import MAX_FILE_BYTES
+from kubectl_squarepeg.config.records import FoundFile
 from kubectl_squarepeg.config.trust import Store, Verdict, refusal, user_config_dir
 from kubectl_squarepeg.config.validate import parse_file
 from kubectl_squarepeg.errors import ConfigError
+from kubectl_squarepeg.plan.values import ValueProblem
 
 SYSTEM_CONFIG = Path("/etc/squarepeg/config.yaml")
 PROJECT_FILE = ".squarepeg.yaml"
@@ -41,26 +42,6 @@ class Source:
     required: bool
     why: str  # how it was named, for the error when it is missing
 
-
-@dataclass(frozen=True)
-class FoundFile:
-    """A config file that exists, its layer, and (project files only) its trust."""
-
-    path: str
-    why: str
-    verdict: Verdict | None = None  # None: a layer that needs no trust
-
-    @property
-    def used(self) -> bool:
-        return self.verdict in (None, Verdict.TRUSTED)
-
-    def describe(self) -> str:
-        """`PATH (user)`, `PATH (project, trusted)`, `PATH (project, not trusted: not used)`."""
-        if self.verdict is None:
-            return f"{self.path} ({self.why})"
-        if self.used:
-            return f"{self.path} ({self.why}, {self.verdict.value})"
-        return f"{self.path} ({self.why}, {self.verdict.value}: not used)"
 
 
 def sources(

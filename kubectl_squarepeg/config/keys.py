@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_squarepeg.build import dockerflags, values
+from kubectl_squarepeg.plan import dockerflags, values
 
 
 @dataclass(frozen=True)

@@ -1,56 +1,19 @@
 """The merged configuration: the layers laid over the built-in defaults, lowest first
 (configuration.md, Merge), with where each merged value came from.
 
-`Config` is what `run` builds from (build/options.py and build/manifest.py read it through
-their own Protocol, build.configured.Configured), and what `config view` prints.
+`Config` is what `run` builds from (plan/options.py and plan/manifest.py read it through
+their own Protocol, plan.configured.Configured), and what `config view` prints.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kubectl_squarepeg.build.claims import deep_merge, describe, is_named_list, named_segment
 from kubectl_squarepeg.config.keys import ALL_KEYS, DEFAULT_DISPLAY, DEFAULTS, KEYS, KUBERNETES_KEYS
-from kubectl_squarepeg.config.reader import file_line
-
-if TYPE_CHECKING:
-    from kubectl_squarepeg.config.files import FoundFile
-    from kubectl_squarepeg.config.validate import Layer
-
-
-OriginPath = tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Origin:
-    """Where a value came from: a file and line, or the built-in defaults (`path` None)."""
-
-    path: str | None = None
-    line: int | None = None
-
-    def __str__(self) -> str:
-        if self.path is None:
-            return "default"
-        return f"{self.path}:{self.line}" if self.line else self.path
-
-
-DEFAULT = Origin()
-
-
-@dataclass(frozen=True)
-class Patch:
-    """One `kubernetes.patches` operation (claims.PatchOp), with where it was written."""
-
-    op: Mapping[str, Any]
-    source: str
-    line: int
-    index: int  # its position in its own file's list
-
-    @property
-    def origin(self) -> str:
-        return file_line(self.source, self.line)
+from kubectl_squarepeg.config.records import DEFAULT, FoundFile, Layer, Origin, OriginPath, Patch
+from kubectl_squarepeg.plan.claims import deep_merge, describe, is_named_list, named_segment
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubectl_squarepeg.build import values
-from kubectl_squarepeg.build.claims import is_named_list, named_segment
-from kubectl_squarepeg.build.values import ValueProblem
 from kubectl_squarepeg.config.keys import (
     KEYS,
     KUBERNETES_KEYS,
@@ -27,20 +23,12 @@ from kubectl_squarepeg.config.keys import (
     Key,
     suggest,
 )
-from kubectl_squarepeg.config.merge import OriginPath, Patch
 from kubectl_squarepeg.config.reader import Node, Reader, file_line
+from kubectl_squarepeg.config.records import Layer, OriginPath, Patch
 from kubectl_squarepeg.errors import ConfigError
-
-
-@dataclass
-class Layer:
-    """One file's keys, validated: parsed values, their display form, and their lines."""
-
-    source: str
-    parsed: dict[str, Any] = field(default_factory=dict)  # None: reset to the default
-    display: dict[str, Any] = field(default_factory=dict)
-    lines: dict[OriginPath, int] = field(default_factory=dict)
-    kubernetes: dict[str, Any] = field(default_factory=dict)  # metadata/spec/patches or None
+from kubectl_squarepeg.plan import values
+from kubectl_squarepeg.plan.claims import is_named_list, named_segment
+from kubectl_squarepeg.plan.values import ValueProblem
 
 
 def canonical_segment(items: list[Any], index: int) -> str:

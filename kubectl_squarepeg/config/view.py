@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kubectl_squarepeg.config.merge import DEFAULT, Config, OriginPath
+from kubectl_squarepeg.config.merge import Config
+from kubectl_squarepeg.config.records import DEFAULT, OriginPath
 from kubectl_squarepeg.config.validate import canonical_segment
 
 
@@ -10,7 +11,7 @@ def view_text(config: Config, *, show_origin: bool = False) -> str:
     """`config view`: the merged configuration as YAML, after comment lines naming every
     config file found (with a project file's trust); with `show_origin`, each value's origin
     (FILE:LINE, or default) as a comment at the end of its line."""
-    from kubectl_squarepeg.build import yamlout
+    from kubectl_squarepeg.plan import yamlout
 
     def comment(path: OriginPath) -> str:
         return str(config.origin_of(*path) or DEFAULT)

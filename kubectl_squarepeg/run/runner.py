@@ -41,8 +41,8 @@ from kubectl_squarepeg.run import interrupt, watch
 from kubectl_squarepeg.terminal.console import Console
 
 if TYPE_CHECKING:
-    from kubectl_squarepeg.build.manifest import Plan
     from kubectl_squarepeg.cluster.connect import Connection
+    from kubectl_squarepeg.plan.manifest import Plan
     from kubectl_squarepeg.run import sweep
     from kubectl_squarepeg.terminal import session as terminal
 

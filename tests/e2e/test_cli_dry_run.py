@@ -1209,11 +1209,11 @@ def test_help_and_version_load_only_click(sandbox: Sandbox) -> None:
         assert ours <= {
             # the rooms' own __init__ modules hold only their docstrings
             "kubectl_squarepeg.cli",
-            "kubectl_squarepeg.build",
+            "kubectl_squarepeg.plan",
             "kubectl_squarepeg.terminal",
             "kubectl_squarepeg.cli.app",
             "kubectl_squarepeg.terminal.console",
-            "kubectl_squarepeg.build.dockerflags",
+            "kubectl_squarepeg.plan.dockerflags",
             "kubectl_squarepeg.errors",
         }
         assert not {"yaml", "sh", "jsonpatch"} & imported_modules(sandbox, *args)

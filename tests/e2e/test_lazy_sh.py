@@ -56,7 +56,7 @@ def test_a_dry_run_with_a_cached_view_does_not_import_sh(
     assert b"image: alpine" in cached.stdout
     assert not imported_sh(cached)
     modules = set(IMPORTED.findall(cached.stderr))
-    assert "kubectl_squarepeg.build.manifest" in modules  # the log is the dry run's
+    assert "kubectl_squarepeg.plan.manifest" in modules  # the log is the dry run's
     assert sorted(m for m in modules if NOT_ON_THE_DRY_RUN_PATH.fullmatch(m)) == []
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from kubectl_squarepeg.build import claims
-from kubectl_squarepeg.build.claims import Claims, Dropped
 from kubectl_squarepeg.errors import ConfigError
+from kubectl_squarepeg.plan import claims
+from kubectl_squarepeg.plan.claims import Claims, Dropped
 
 
 def pod() -> dict[str, Any]:

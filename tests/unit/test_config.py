@@ -9,13 +9,14 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_squarepeg.build.values import Tmpfs
 from kubectl_squarepeg.config import files as config
 from kubectl_squarepeg.config import trust
 from kubectl_squarepeg.config.keys import DEFAULTS
-from kubectl_squarepeg.config.merge import Config, Origin
+from kubectl_squarepeg.config.merge import Config
+from kubectl_squarepeg.config.records import Origin
 from kubectl_squarepeg.config.view import view_text
 from kubectl_squarepeg.errors import ConfigError
+from kubectl_squarepeg.plan.values import Tmpfs
 
 
 def load(*texts: str, environ: dict[str, str] | None = None) -> Config:

@@ -8,9 +8,9 @@ from pathlib import Path
 import click
 import pytest
 
-from kubectl_squarepeg.build import dockerflags
 from kubectl_squarepeg.cli import app as cli
 from kubectl_squarepeg.errors import UsageError
+from kubectl_squarepeg.plan import dockerflags
 
 ROOT = Path(__file__).resolve().parents[2]
 

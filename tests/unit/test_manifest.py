@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from kubectl_squarepeg.build import manifest
-from kubectl_squarepeg.build.manifest import Plan
 from kubectl_squarepeg.config import files as config
 from kubectl_squarepeg.errors import ConfigError
+from kubectl_squarepeg.plan import manifest
+from kubectl_squarepeg.plan.manifest import Plan
 from tests.unit.test_options import options
 
 RUN_ID = "0b7c2a52-6f1e-4c59-9d55-0d8c3a9e4b11"

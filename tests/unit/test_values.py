@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from kubectl_squarepeg.build import values
-from kubectl_squarepeg.build.values import Tmpfs, ValueProblem
+from kubectl_squarepeg.plan import values
+from kubectl_squarepeg.plan.values import Tmpfs, ValueProblem
 
 GOOD: list[tuple[Callable[[str], Any], str, Any]] = [
     (values.validate_name, "my-run-1", "my-run-1"),

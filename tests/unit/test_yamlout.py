@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_squarepeg.build import yamlout
+from kubectl_squarepeg.plan import yamlout
 
 # fmt: off
 TRICKY_STRINGS = [

@@ -1,6 +1,6 @@
 """What building needs of the merged configuration, as a Protocol.
 
-config/merge.py's `Config` satisfies it; build/options.py and build/manifest.py read the
+config/merge.py's `Config` satisfies it; plan/options.py and plan/manifest.py read the
 configuration through it, so the pure builders never import the config package (which reads
 files): configuration sits above building, and data flows one way, files to manifest.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from kubectl_squarepeg.build.claims import PatchOp
+from kubectl_squarepeg.plan.claims import PatchOp
 
 
 class Configured(Protocol):

@@ -15,17 +15,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kubectl_squarepeg.build import values
-from kubectl_squarepeg.build.claims import (
+from kubectl_squarepeg.errors import ConfigError
+from kubectl_squarepeg.plan import values
+from kubectl_squarepeg.plan.claims import (
     RESERVED,
     Claims,
     Dropped,
     apply_patches,
     merge_passthrough,
 )
-from kubectl_squarepeg.build.configured import Configured
-from kubectl_squarepeg.build.options import RunOptions, flag_name
-from kubectl_squarepeg.errors import ConfigError
+from kubectl_squarepeg.plan.configured import Configured
+from kubectl_squarepeg.plan.options import RunOptions, flag_name
 
 MAIN = "main"
 MANAGED_BY_LABEL = values.MANAGED_BY_LABEL

@@ -23,10 +23,10 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from kubectl_squarepeg.build import values
-from kubectl_squarepeg.build.configured import Configured
-from kubectl_squarepeg.build.values import Tmpfs, ValueProblem
 from kubectl_squarepeg.errors import UsageError
+from kubectl_squarepeg.plan import values
+from kubectl_squarepeg.plan.configured import Configured
+from kubectl_squarepeg.plan.values import Tmpfs, ValueProblem
 
 Mode = Literal["pod", "job"]
 T = TypeVar("T")
