@@ -1,6 +1,6 @@
 """The error hierarchy: every failure squarepeg reports is one of these.
 
-Domain code raises them; only `cli.py` turns them into a line on stderr and an exit code.
+Domain code raises them; only `cli/app.py` turns them into a line on stderr and an exit code.
 Each carries what went wrong (`message`, which names where: a flag, a file:line, a
 resource) and how to fix it (`hint`). This module imports nothing.
 """

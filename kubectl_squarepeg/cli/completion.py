@@ -1,7 +1,7 @@
 """Shell completion: the `kubectl_complete-squarepeg` helper and the `completion` scripts.
 
 Owns how a <TAB> is answered, and nothing else: candidates come from the click command tree
-in cli.py, so a subcommand, a flag or a `click.Choice` added there completes with no change
+in cli/app.py, so a subcommand, a flag or a `click.Choice` added there completes with no change
 here. Imported only by the `completion` command and the helper, never by `run`, `--help`
 or `--version`.
 

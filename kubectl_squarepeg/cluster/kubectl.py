@@ -13,13 +13,13 @@ with a cached kubeconfig view and `config view` start no process and do not pay 
 bytes. A stream (a watch, a log) is read from a pipe of ours that sh hands the child as
 its stdout: sh's own reader holds a chunk until `_out_bufsize` bytes have arrived (a watch
 event would wait for 64 KiB) or, line-buffered, reads 1 KiB at a time and calls back once
-a line (24 MB/s here, against 340 MB/s this way); README, Decisions ("sh, the one door").
+a line (24 MB/s here, against 340 MB/s this way); docs/decisions/0022.
 
 The run's create, its first watch and its log stream send their request through
 `kubectl create --raw` and `kubectl get --raw` (`create_request`, `watch_request`,
 `log_request`): the request `kubectl create`, `kubectl get -w` or `kubectl logs -f` would
 send, without the round trips, the discovery cache and (for logs) the line-at-a-time
-output of those (README, Decisions, "The create is a POST", "The log stream").
+output of those (docs/decisions/0023 and 0024).
 
 Never builds a shell command line, never puts a manifest in argv (it goes on stdin), and
 never decides what a kubectl failure means to the user: callers turn a `Result` into a
@@ -137,8 +137,8 @@ def _prctl() -> Callable[..., int] | None:
 
 def switched_off(optimization: str) -> bool:
     """Whether $SQUAREPEG_WITHOUT (a comma list) names `optimization`: scripts/bench-run
-    times a run with and without each start-up optimization, in one run (README,
-    Decisions). Never needed by a user; a name it does not know is ignored."""
+    times a run with and without each start-up optimization, in one run
+    (docs/decisions/0019). Never needed by a user; a name it does not know is ignored."""
     return optimization in os.environ.get("SQUAREPEG_WITHOUT", "").split(",")
 
 
@@ -511,7 +511,7 @@ def start_create(target: Target, manifest: bytes, kind: str, namespace: str) -> 
     silently merged into. Strict field validation is asked for in the request itself:
     `kubectl create -f -` asks for the same, but only after fetching the OpenAPI document
     to learn that the server offers it (two round trips) and mapping the kind through its
-    discovery cache (README, Decisions, "The create is a POST").
+    discovery cache (docs/decisions/0023).
     """
     request = create_request(kind, namespace)
     return start(["create", "--raw", request, "-f", "-"], target, stdin=manifest, namespaced=False)
@@ -544,7 +544,7 @@ def watch_pods(
     pod, so a pod that is gone ends it with a 404. By selector, the pod need not exist yet:
     `kubectl get --raw` of the watch itself, which begins with the pods that exist (as
     ADDED) and needs neither the list nor the discovery cache that `kubectl get -w` reads
-    first (README, Decisions, "The create is a POST").
+    first (docs/decisions/0023).
     """
     if name is not None:
         return start(
@@ -579,7 +579,7 @@ def log_request(namespace: str, pod: str, container: str, since: str | None) -> 
     line), so a chatty container's output crawls through it (100 MB of 64-byte lines: about
     50 MB/s with timestamps, against over 300 MB/s through `get --raw`, which copies whatever
     has arrived), and it first GETs the pod, a round trip before the first byte.
-    README, Decisions ("The log stream").
+    docs/decisions/0024.
     """
     query = {"container": container, "follow": "true", "timestamps": "true"}
     if since is not None:
@@ -662,7 +662,7 @@ def attach_terminal(
 ) -> Child:
     """`kubectl attach -it` on a terminal: it reads the terminal `stdin_fd` in raw mode (so
     Ctrl-C is a byte for the container) and writes to `stdout_fd`, a terminal whose size
-    it sends, and sends again on SIGWINCH (terminal.py relays both)."""
+    it sends, and sends again on SIGWINCH (terminal/session.py relays both)."""
     return start(
         ["attach", "-i", "-t", "--quiet", pod, "-c", container],
         target,

@@ -11,7 +11,8 @@ contents changed since is untrusted again. The other layers (system, user,
 Owns the store's location and format, hashing, and the verdict for one file's bytes. The
 store is JSON (`{"version": 1, "files": {PATH: SHA256}}`), written to a temporary file and
 renamed, so a crash never leaves half a store. Nothing here decides what a verdict means for
-a run: config.py refuses an untrusted file, cli.py's `config` commands show and change trust.
+a run: config/files.py refuses an untrusted file, cli/app.py's `config` commands show and
+change trust.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Owns the table of docker's run flags (docker's reference, `docker run --help`): each is
 SUPPORTED (what it sets on the Pod), DIFFERENT (accepted, with a documented difference), or
-REFUSED (one line saying why, and what to use instead). cli.py makes a hidden option of
+REFUSED (one line saying why, and what to use instead). cli/app.py makes a hidden option of
 every refused flag from this table, so no docker flag gets a bare "No such option", and
 leaves them out of "did you mean"; `scripts/gen-docker-flags` writes docs/docker-flags.md
 from it (a test fails when the committed doc differs); tests/unit/test_dockerflags.py walks

@@ -5,7 +5,7 @@ naming the flag in every error), and the cross-field checks that need no I/O. Re
 `--env-file` or a `--label-file` goes through the `read_text` seam, so this module itself
 touches nothing.
 
-How the two sources combine (the spec leaves the multi-valued case open; README, Decisions):
+How the two sources combine (the spec leaves the multi-valued case open; docs/decisions/0005):
 - a single value: the flag when it was given on the command line, else the config value
   (which already holds the built-in default);
 - a mapping (`env`, `labels`, `annotations`, `node_selector`): config first, then the
@@ -111,7 +111,7 @@ def flag_name(param: str) -> str:
 
 def _shown(param: str, raw: str) -> str:
     """A flag value as an error may quote it: an `-e KEY=VALUE`'s value may be a secret, so
-    only its KEY is shown (README, Decisions: "Secrets in messages")."""
+    only its KEY is shown (docs/decisions/0026)."""
     if param == "env":
         key, equals, _ = raw.partition("=")
         return key + ("=..." if equals else "")

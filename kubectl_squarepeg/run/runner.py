@@ -336,7 +336,7 @@ class Run:
     def _start_output(self, pod: str) -> None:
         """The log stream, and for -i the attach that feeds stdin (lifecycle spec, step 5;
         README, "Interactive runs"). On a terminal (-it) the attach's output is the output,
-        spliced after what the log had before it (terminal.py)."""
+        spliced after what the log had before it (terminal/session.py)."""
         options = self.plan.options
         if options.interactive and options.tty:
             from kubectl_squarepeg.terminal import (

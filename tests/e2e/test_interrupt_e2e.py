@@ -232,7 +232,7 @@ CTRL_C_POINTS = [i * 0.05 for i in range(20)]  # 20 moments in the first second 
 def _before_squarepeg_ran(stderr: str) -> bool:
     """A KeyboardInterrupt that Python raised while it was still starting up or locating the
     package (no frame of squarepeg's own code in it): the one moment no code of squarepeg's
-    can cover (README, Decisions: "Ctrl-C at start-up")."""
+    can cover (docs/decisions/0035)."""
     if not stderr.rstrip().endswith("KeyboardInterrupt"):
         return False
     if stderr.startswith("Fatal Python error: init_import_site"):

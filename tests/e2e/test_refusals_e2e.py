@@ -72,8 +72,8 @@ def test_a_refused_docker_flag_or_image_creates_nothing(
 def test_an_unknown_passthrough_field_is_refused_by_the_api_server_creating_nothing(
     squarepeg: Squarepeg, kubesim: Any, namespace: str
 ) -> None:
-    """The create asks the API server for strict field validation itself (README, Decisions,
-    "The create is a POST"): a field the server does not know is an error, not dropped."""
+    """The create asks the API server for strict field validation itself
+    (docs/decisions/0023): a field the server does not know is an error, not dropped."""
     config = squarepeg.home / "typo.yaml"
     config.write_text("kubernetes:\n  spec:\n    activeDeadlineSecond: 30\n")
     for mode in ("pod", "job"):

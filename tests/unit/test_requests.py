@@ -1,5 +1,5 @@
 """The API requests a run sends through `kubectl create --raw` and `kubectl get --raw`: the
-create and the first watch (README, Decisions; the log stream's is in test_logs.py). Pure."""
+create and the first watch (docs/decisions/0023; the log stream's is in test_logs.py). Pure."""
 
 from __future__ import annotations
 
