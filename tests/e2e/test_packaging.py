@@ -495,7 +495,7 @@ def test_the_zipapp_unpacks_once_and_runs_from_the_zip_when_it_cannot(
     (unpacked,) = (Path(env["XDG_CACHE_HOME"]) / "kubectl-squarepeg").iterdir()
     assert (unpacked / ".complete").is_file()
     assert (unpacked / f".compiled-{sys.implementation.cache_tag}").is_file()
-    assert (unpacked / "kubectl_squarepeg" / "cli.py").is_file()
+    assert (unpacked / "kubectl_squarepeg" / "cli" / "app.py").is_file()
 
     blocked = tmp_path / "not-a-directory"
     blocked.write_text("", encoding="utf-8")
@@ -716,10 +716,10 @@ def test_the_completion_command_warns_when_the_helper_is_missing(
 def test_help_and_version_do_not_load_completion(tmp_path: Path) -> None:
     probe = (
         "import sys\n"
-        "from kubectl_squarepeg import cli\n"
+        "from kubectl_squarepeg.cli import app\n"
         "for argv in (['--version'], ['--help']):\n"
         "    try:\n"
-        "        cli.main(argv)\n"
+        "        app.main(argv)\n"
         "    except SystemExit:\n"
         "        pass\n"
         "print('kubectl_squarepeg.cli.completion' in sys.modules, file=sys.stderr)\n"

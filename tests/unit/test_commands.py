@@ -51,12 +51,18 @@ _NOT_ABOUT_A_CLUSTER = re.compile(
 # any cluster is chosen: they name kubectl's verbs as advice (with placeholders), not as
 # commands for the run's cluster.
 _PARSE_TIME_ADVICE = {
-    "dockerflags.py": {"`kubectl port-forward pod/NAME PORT`", "`kubectl logs`",
+    "plan/dockerflags.py": {"`kubectl port-forward pod/NAME PORT`", "`kubectl logs`",
                        "`kubectl attach -i`", "`kubectl attach -it`"},
-    "values.py": {"`kubectl describe node`"},
+    "plan/values.py": {"`kubectl describe node`"},
 }
-_MODULES = sorted(Path(kubectl_squarepeg.__file__).parent.glob("*.py"))
+_PACKAGE = Path(kubectl_squarepeg.__file__).parent
+_MODULES = sorted(_PACKAGE.rglob("*.py"))
+assert len(_MODULES) > 30, "the package's modules were not found"
 _KNOWN_GAPS: dict[str, str] = {}  # module name: why it still writes one by hand
+
+
+def _relative(module: Path) -> str:
+    return module.relative_to(_PACKAGE).as_posix()
 
 
 def _message_texts(module: Path) -> list[tuple[int, str]]:
@@ -78,22 +84,22 @@ def _message_texts(module: Path) -> list[tuple[int, str]]:
 
 
 def _hand_written_commands(module: Path) -> list[str]:
-    allowed = _PARSE_TIME_ADVICE.get(module.name, set())
+    allowed = _PARSE_TIME_ADVICE.get(_relative(module), set())
     found = []
     for line, text in _message_texts(module):
         for match in re.finditer(r"`kubectl[^`]*`?", text):
             quoted = match.group(0)
             if not _NOT_ABOUT_A_CLUSTER.match(quoted) and quoted not in allowed:
-                found.append(f"{module.name}:{line}: {quoted}")
+                found.append(f"{_relative(module)}:{line}: {quoted}")
     return found
 
 
 @pytest.mark.parametrize(
     "module",
     [
-        pytest.param(module, id=module.name, marks=pytest.mark.xfail(
-            strict=True, reason=_KNOWN_GAPS[module.name])) if module.name in _KNOWN_GAPS
-        else pytest.param(module, id=module.name)
+        pytest.param(module, id=_relative(module), marks=pytest.mark.xfail(
+            strict=True, reason=_KNOWN_GAPS[_relative(module)])) if _relative(module) in _KNOWN_GAPS
+        else pytest.param(module, id=_relative(module))
         for module in _MODULES
     ],
 )
