@@ -73,6 +73,7 @@ if TYPE_CHECKING:
     from kubectl_squarepeg.cluster.connect import Connection, KubeconfigProbe
     from kubectl_squarepeg.config.merge import Config
     from kubectl_squarepeg.plan.manifest import Plan
+    from kubectl_squarepeg.plan.options import RunOptions
     from kubectl_squarepeg.terminal.console import Console
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -195,6 +196,8 @@ class _WithHiddenAlias(click.Option):
 @_many("--sysctl", metavar="KEY=VALUE", help="Set a namespaced kernel parameter.")
 @click.option("--read-only", is_flag=True, help="Mount the root filesystem read-only.")
 @_many("--tmpfs", metavar="PATH[:OPTS]", help="Mount an in-memory filesystem (rw, ro, size=SIZE).")
+@_many("-v", "--volume", metavar="SRC:DST[:ro]", help="Mount a claim NAME, or copy a local path.")
+@_many("--mount", metavar="type=TYPE,src=SRC,dst=DST", help="Mount (bind, volume or tmpfs).")
 @click.option("--shm-size", metavar="SIZE", help="Size of /dev/shm.")
 @click.option("-h", "--hostname", metavar="NAME", help="The pod's host name.")
 @_many("--add-host", metavar="HOST:IP", help="Add an /etc/hosts entry.")
@@ -275,6 +278,8 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
         read_text=config.read_key_value_file_text,
     )
     console.quiet = options.quiet
+    if options.binds and not (options.dry_run or options.dry_run_server):
+        _refuse_file_transfer(options, console)
     if options.interactive and options.tty and not sys.stdin.isatty():
         # kubectl's behaviour (docker refuses): a CI job piping data into `-it` still runs.
         # Without the terminal: a pty would turn the piped bytes' newlines into CRLF.
@@ -309,6 +314,23 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
         return 0
     console.status(connection.banner() + _config_files_note(merged.files))
     return _execute(plan, connection, console)
+
+
+def _refuse_file_transfer(options: RunOptions, console: Console) -> None:
+    """A run with a local path mounted: SRC is checked as the run will check it (exists,
+    readable, within max_upload_bytes), then refused: the copy into the pod is not in this
+    release (docs/decisions/0180). Nothing has been created."""
+    from kubectl_squarepeg.files.upload import check_sources
+
+    for warning in check_sources(options.binds, options.max_upload_bytes).warnings:
+        console.warn(warning)
+    first = options.binds[0]
+    raise UsageError(
+        f"-v/--mount with a local path ({first.source}:{first.target}): files in and out are "
+        "not in this release yet",
+        "mount a PersistentVolumeClaim with -v NAME:DST, or see what the run would create "
+        "with --dry-run",
+    )
 
 
 def _key_origin(merged: Config, key: str, flag_given: bool) -> str | None:

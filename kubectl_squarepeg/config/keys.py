@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_squarepeg.plan import dockerflags, values
+from kubectl_squarepeg.plan import dockerflags, filehelpers, mounts, values
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,14 @@ KEYS: dict[str, Key] = {
     "tolerations": Key("list", "a list of KEY[=VALUE]:EFFECT strings", values.parse_toleration),
     "image_pull_secrets": Key("list", "a list of secret names", values.validate_subdomain),
     "priority_class": Key("scalar", "a PriorityClass name", values.validate_subdomain),
+    # Files in and out (-v/--mount with a local path; docs/decisions/0180).
+    "files_helper_image": Key(
+        "scalar",
+        "an image with sh and tar, like busybox:1.36.1 (pin it by digest; the default is "
+        f"{filehelpers.DEFAULT_HELPER_IMAGE})",
+        values.parse_image_reference,
+    ),
+    "max_upload_bytes": Key("scalar", "a size like 1g or 512m", mounts.parse_upload_limit),
 }
 KUBERNETES_KEYS = ("metadata", "spec", "patches")
 PATH_KEYS = ("env_file", "kubeconfig")

@@ -57,10 +57,21 @@ _PUBLISH_FIX = (
     "leave it out, and reach the port with `kubectl port-forward pod/NAME PORT` while the pod "
     "runs (--name NAME fixes the name)"
 )
-_VOLUME = "a path on your machine cannot be mounted into a pod on the cluster"
+_VOLUME = "a pod mounts claims and copies of files, not docker's volume plugins"
 _VOLUME_FIX = (
-    "leave it out; add a volume and its volumeMount under `kubernetes.spec` in a config file, "
-    "or use --tmpfs PATH for scratch space"
+    "leave it out; mount a PersistentVolumeClaim with -v NAME:DST, or add a volume and its "
+    "volumeMount under `kubernetes.spec` in a config file"
+)
+# docs/decisions/0180: the cluster half (the copy itself) is not in this release.
+FILES_NOT_YET = (
+    "a local path (SRC with a `/`, `.` or `~`) is an emptyDir at DST filled with a snapshot of "
+    "SRC before the container starts, and copied back after it ends unless `ro`: a copy, no "
+    "live sync. Not in this release yet: `--dry-run` and `--dry-run-server` show what it "
+    "creates, a run refuses it (exit 125, nothing created). `z`, `Z` and propagation are refused"
+)
+_VOLUME_MEANING = (
+    "a PersistentVolumeClaim for a name (`-v NAME:DST[:ro]`); an emptyDir with a copy of your "
+    "files for a local path"
 )
 _WINDOWS = "it applies to Windows containers on a docker host only"
 _LOGS = "the cluster's container runtime keeps the logs, which squarepeg streams"
@@ -244,7 +255,12 @@ FLAGS: tuple[DockerFlag, ...] = (
     ),
     _no("--memory-swap", "Kubernetes sets swap per node, not per container", "use -m"),
     _no("--memory-swappiness", "Kubernetes sets swap per node, not per container", "leave it out"),
-    _no("--mount", _VOLUME, _VOLUME_FIX),
+    _ok(
+        "--mount",
+        "`type=volume,src=NAME,dst=DST`: a PersistentVolumeClaim (`volume-subpath` -> `subPath`); "
+        "`type=tmpfs` as --tmpfs; `type=bind,src=PATH`: a copy of your files",
+        FILES_NOT_YET + "; so are `bind-propagation`, `volume-opt`, `volume-driver`, other types",
+    ),
     _ok("--name", "`metadata.name` (a lowercase RFC 1123 label)"),
     _no("--network --net", _NETWORK, _NETWORK_FIX),
     _no("--network-alias --net-alias", _NETWORK, "give the pod a Service"),
@@ -343,7 +359,7 @@ FLAGS: tuple[DockerFlag, ...] = (
     ),
     _no("--userns", _NAMESPACES, "set `hostUsers: false` under `kubernetes.spec` in a config file"),
     _no("--uts", _NAMESPACES, "leave it out"),
-    _no("-v --volume", _VOLUME, _VOLUME_FIX),
+    _ok("-v --volume", _VOLUME_MEANING, FILES_NOT_YET),
     _no("--volume-driver", _VOLUME, _VOLUME_FIX),
     _no("--volumes-from", "pods share no volumes with containers elsewhere", _VOLUME_FIX),
     _ok("-w --workdir", "the main container's `workingDir`"),

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kubectl_squarepeg.errors import ConfigError
-from kubectl_squarepeg.plan import values
+from kubectl_squarepeg.plan import filehelpers, values
 from kubectl_squarepeg.plan.claims import (
     RESERVED,
     Claims,
@@ -38,6 +38,7 @@ NAME_PREFIX = "squarepeg-"
 SUFFIX_LENGTH = 6
 MAX_NAME = 63
 TMPFS_VOLUME = "tmpfs-{}"  # the volume of the Nth --tmpfs
+CLAIM_VOLUME = "claim-{}"  # the volume of the Nth -v NAME:DST (a PersistentVolumeClaim)
 SHM_VOLUME = "dshm"  # the volume of --shm-size
 _MAIN: tuple[str, ...] = ("spec", "containers", f"[name={MAIN}]")
 
@@ -208,11 +209,49 @@ def _memory_volumes(o: RunOptions, claim: _Claimer) -> tuple[list[Any], list[Any
         segment = f"[name={name}]"
         claim(param, ("spec", "volumes", segment), (*_MAIN, "volumeMounts", segment))
 
+    tmpfs_flag = "tmpfs" if "tmpfs" in o.explicit else "mount"  # --mount type=tmpfs alone
     for index, tmpfs in enumerate(o.tmpfs, start=1):
-        add("tmpfs", TMPFS_VOLUME.format(index), tmpfs.path, tmpfs.size_limit, tmpfs.read_only)
+        add(tmpfs_flag, TMPFS_VOLUME.format(index), tmpfs.path, tmpfs.size_limit, tmpfs.read_only)
     if o.shm_size is not None:
         add("shm_size", SHM_VOLUME, "/dev/shm", o.shm_size, False)
     return volumes, mounts
+
+
+def _mount_flag(o: RunOptions) -> str:
+    """The parameter a claim of -v/--mount's fields is recorded under."""
+    return "volume" if "volume" in o.explicit else "mount"
+
+
+def _file_volumes(
+    o: RunOptions, claim: _Claimer, main_resources: dict[str, Any]
+) -> tuple[list[Any], list[Any], list[Any]]:
+    """(volumes, main's mounts, init containers) of -v/--mount: an emptyDir per bind mount
+    with the helpers that fill it and copy it back, a PersistentVolumeClaim per named volume
+    (docs/decisions/0180)."""
+    flag = _mount_flag(o)
+    volumes = filehelpers.volumes(o.binds) if o.binds else []
+    mounts_ = filehelpers.main_mounts(o.binds)
+    helpers = filehelpers.init_containers(
+        o.binds, image=o.files_helper_image, user=o.user, main_resources=main_resources
+    )
+    for index, volume in enumerate(o.volume_mounts, start=1):
+        name = CLAIM_VOLUME.format(index)
+        source: dict[str, Any] = {"claimName": volume.claim}
+        if volume.read_only:
+            source["readOnly"] = True
+        volumes.append({"name": name, "persistentVolumeClaim": source})
+        mount: dict[str, Any] = {"name": name, "mountPath": volume.target}
+        if volume.read_only:
+            mount["readOnly"] = True
+        if volume.sub_path is not None:
+            mount["subPath"] = volume.sub_path
+        mounts_.append(mount)
+    for entry in [*volumes, *mounts_]:
+        segment = f"[name={entry['name']}]"
+        claim(flag, ("spec", "volumes", segment), (*_MAIN, "volumeMounts", segment))
+    for helper in helpers:
+        claim(flag, ("spec", "initContainers", f"[name={helper['name']}]"))
+    return volumes, mounts_, helpers
 
 
 # Kubernetes expands `$(VAR)` in a container's command and args and turns `$$` into `$`;
@@ -230,7 +269,9 @@ def escape_dollars(word: str) -> str:
     return word.replace("$", "$$")
 
 
-def main_container(o: RunOptions, claim: _Claimer, mounts: list[Any]) -> dict[str, Any]:
+def main_container(
+    o: RunOptions, claim: _Claimer, mounts: list[Any], resources: dict[str, Any]
+) -> dict[str, Any]:
     """The container named `main`: IMAGE, its command and every container-level flag."""
     c: dict[str, Any] = {"name": MAIN, "image": o.image}
     claim("image", (*_MAIN, "image"))
@@ -261,7 +302,7 @@ def main_container(o: RunOptions, claim: _Claimer, mounts: list[Any]) -> dict[st
     if o.env:
         c["env"] = [{"name": k, "value": v} for k, v in o.env.items()]
         claim.keys("env", (*_MAIN, "env"), named=True)
-    if resources := _resources(o, claim):
+    if resources:
         c["resources"] = resources
     if o.pull is not None:
         c["imagePullPolicy"] = o.pull
@@ -294,12 +335,22 @@ def _node_selector(o: RunOptions, claim: _Claimer) -> dict[str, str]:
 
 def pod_spec(o: RunOptions, claim: _Claimer) -> dict[str, Any]:
     """The Pod spec: the main container, restartPolicy Never and every pod-level flag."""
+    resources = _resources(o, claim)
     volumes, mounts = _memory_volumes(o, claim)
-    spec: dict[str, Any] = {"containers": [main_container(o, claim, mounts)]}
+    file_volumes, file_mounts, helpers = _file_volumes(o, claim, resources)
+    volumes, mounts = [*file_volumes, *volumes], [*file_mounts, *mounts]
+    spec: dict[str, Any] = {"containers": [main_container(o, claim, mounts, resources)]}
+    if helpers:
+        spec["initContainers"] = helpers
     spec["restartPolicy"] = "Never"
+    grace = o.stop_timeout
+    if grace is None and any(b.copied_back for b in o.binds):
+        # The kubelet gives the copy-back helper the pod's grace period after main ends.
+        grace = filehelpers.COPY_BACK_GRACE_SECONDS
+        claim(_mount_flag(o), ("spec", "terminationGracePeriodSeconds"))
     simple: tuple[tuple[str, str, Any], ...] = (
         ("hostname", "hostname", o.hostname),
-        ("stop_timeout", "terminationGracePeriodSeconds", o.stop_timeout),
+        ("stop_timeout", "terminationGracePeriodSeconds", grace),
         ("runtime", "runtimeClassName", o.runtime),
         ("service_account", "serviceAccountName", o.service_account),
         ("priority_class", "priorityClassName", o.priority_class),
@@ -410,10 +461,18 @@ def _flag_mounts_win(
     flag_paths = {t.path: "--tmpfs" for t in options.tmpfs} if "tmpfs" in options.explicit else {}
     if "shm_size" in options.explicit and options.shm_size is not None:
         flag_paths["/dev/shm"] = "--shm-size"
+    if "volume" in options.explicit or "mount" in options.explicit:
+        mount_flag = flag_name(_mount_flag(options))
+        for target in [b.target for b in options.binds]:
+            flag_paths[target] = mount_flag
+        for target in [v.target for v in options.volume_mounts]:
+            flag_paths[target] = mount_flag
     main = next((c for c in spec.get("containers", []) if c.get("name") == MAIN), None)
     if not flag_paths or main is None or not isinstance(main.get("volumeMounts"), list):
         return []
     ours = {TMPFS_VOLUME.format(i) for i in range(1, len(options.tmpfs) + 1)} | {SHM_VOLUME}
+    ours |= {filehelpers.FILES_VOLUME.format(i) for i in range(1, len(options.binds) + 1)}
+    ours |= {CLAIM_VOLUME.format(i) for i in range(1, len(options.volume_mounts) + 1)}
     kept, dropped = [], []
     for mount in main["volumeMounts"]:
         path = mount.get("mountPath") if isinstance(mount, dict) else None
@@ -518,6 +577,26 @@ def build_plan(
     )
 
 
+def bind_notes(options: RunOptions) -> list[str]:
+    """What each bind mount will do, for a dry run's reader (SRC is not read here)."""
+    notes = []
+    for number, bind in enumerate(options.binds, start=1):
+        volume = filehelpers.FILES_VOLUME.format(number)
+        back = (
+            "read-only in main, never copied back"
+            if bind.read_only
+            else "copied back into it after main ends (new and changed files; files the "
+            "container deleted stay)"
+        )
+        notes.append(
+            f"{bind.source} -> {bind.target}: a snapshot of {bind.source} fills the emptyDir "
+            f"{volume} through the init container {filehelpers.UPLOAD_HELPER} before main "
+            f"starts; {back}"
+        )
+    return notes
+
+
 def _notes(options: RunOptions) -> tuple[str, ...]:
     words = [*options.command, *([options.entrypoint] if options.entrypoint else [])]
-    return (DOLLAR_NOTE,) if any("$" in word for word in words) else ()
+    dollar = [DOLLAR_NOTE] if any("$" in word for word in words) else []
+    return (*dollar, *bind_notes(options))

@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from kubectl_squarepeg.errors import UsageError
-from kubectl_squarepeg.plan import values
+from kubectl_squarepeg.plan import filehelpers, mounts, values
 from kubectl_squarepeg.plan.configured import Configured
+from kubectl_squarepeg.plan.mounts import BindMount, VolumeMount
 from kubectl_squarepeg.plan.values import Tmpfs, ValueProblem
 
 Mode = Literal["pod", "job"]
@@ -96,6 +97,10 @@ class RunOptions:
     tolerations: tuple[Mapping[str, str], ...] = ()
     image_pull_secrets: tuple[str, ...] = ()
     priority_class: str | None = None
+    binds: tuple[BindMount, ...] = ()  # -v/--mount with a local path: files in (and out)
+    volume_mounts: tuple[VolumeMount, ...] = ()  # -v/--mount with a claim name
+    files_helper_image: str = filehelpers.DEFAULT_HELPER_IMAGE
+    max_upload_bytes: int = mounts.DEFAULT_MAX_UPLOAD_BYTES
     # Parameters given on the command line (click names: "cpus", "cap_add", "image", ...).
     explicit: frozenset[str] = frozenset()
     # For mapping flags: param -> {key given on the command line -> the flag that set it}.
@@ -301,9 +306,17 @@ def _merge_labels(merger: _Merger, read_text: Callable[[str], str]) -> dict[str,
     return labels
 
 
-def _merge_tmpfs(merger: _Merger) -> tuple[Tmpfs, ...]:
+def _flag_mounts(merger: _Merger) -> list[mounts.Mount]:
+    """-v then --mount, in the order of each flag's items."""
+    return [
+        *merger.items("volume", mounts.parse_volume),
+        *merger.items("mount", mounts.parse_mount),
+    ]
+
+
+def _merge_tmpfs(merger: _Merger, from_mounts: list[Tmpfs]) -> tuple[Tmpfs, ...]:
     # A --tmpfs at a path config also mounts replaces config's mount there.
-    given = merger.items("tmpfs", values.parse_tmpfs)
+    given = [*merger.items("tmpfs", values.parse_tmpfs), *from_mounts]
     paths = {t.path for t in given}
     return _unique([*(t for t in merger.conf("tmpfs", []) if t.path not in paths), *given])
 
@@ -346,6 +359,25 @@ def check_combination(options: RunOptions, flags: Mapping[str, Any]) -> None:
                 f"--tmpfs {path} is given twice with different options",
                 "give each tmpfs mount point once",
             )
+    _check_mount_targets(options)
+
+
+def _check_mount_targets(options: RunOptions) -> None:
+    """Two mounts at one path are an invalid pod: name both (paths compared normalised)."""
+    seen: dict[str, str] = {}
+    targets = [
+        *((b.target, f"-v {b.source}:{b.target}") for b in options.binds),
+        *((v.target, f"-v {v.claim}:{v.target}") for v in options.volume_mounts),
+        *((t.path, f"--tmpfs {t.path}") for t in options.tmpfs),
+        *((("/dev/shm", "--shm-size"),) if options.shm_size is not None else ()),
+    ]
+    for target, given in targets:
+        if target in seen:
+            raise UsageError(
+                f"two mounts at {target}: {seen[target]} and {given}",
+                "give each mount point (DST) once",
+            )
+        seen[target] = given
 
 
 # What the API server accepts in a pod's dnsConfig (docker takes any number).
@@ -442,6 +474,7 @@ def build_run_options(
     override config and become claims.
     """
     m = _Merger(flags, explicit, config)
+    flag_mounts = _flag_mounts(m)
     env = _merge_env(m, read_text, environ)
     labels = _merge_labels(m, read_text)
     _check_reserved_labels(m)
@@ -487,7 +520,7 @@ def build_run_options(
         read_only=m.switch("read_only"),
         cap_add=m.listing("cap_add", values.parse_capability),
         cap_drop=m.listing("cap_drop", values.parse_capability),
-        tmpfs=_merge_tmpfs(m),
+        tmpfs=_merge_tmpfs(m, [t for t in flag_mounts if isinstance(t, Tmpfs)]),
         shm_size=m.scalar("shm_size", values.parse_size),
         hostname=m.scalar("hostname", values.validate_hostname),
         add_host=m.listing("add_host", values.parse_add_host),
@@ -502,6 +535,10 @@ def build_run_options(
         tolerations=m.listing("toleration", values.parse_toleration),
         image_pull_secrets=m.listing("image_pull_secret", values.validate_subdomain),
         priority_class=m.scalar("priority_class", values.validate_subdomain),
+        binds=tuple(b for b in flag_mounts if isinstance(b, BindMount)),
+        volume_mounts=tuple(v for v in flag_mounts if isinstance(v, VolumeMount)),
+        files_helper_image=str(m.conf("files_helper_image", filehelpers.DEFAULT_HELPER_IMAGE)),
+        max_upload_bytes=int(m.conf("max_upload_bytes", mounts.DEFAULT_MAX_UPLOAD_BYTES)),
         explicit=frozenset(p for p in explicit if m.given(p)) | {"image"},
         cli_keys={k: dict(v) for k, v in m.cli_keys.items()},
     )
