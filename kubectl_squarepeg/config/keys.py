@@ -112,6 +112,10 @@ NOT_KEYS = {
     "command": "the command follows IMAGE on the command line; `entrypoint` is a key",
     "dry_run": "pass --dry-run on the command line",
     "config": "list more files in $SQUAREPEG_CONFIG or with --config",
+    "volume": "mounts are given on the command line (-v, --mount); a config file adds a volume "
+    "and its volumeMount under `kubernetes.spec`",
+    "mount": "mounts are given on the command line (-v, --mount); a config file adds a volume "
+    "and its volumeMount under `kubernetes.spec`",
 }
 
 PATCH_OPS = ("add", "remove", "replace", "move", "copy", "test")

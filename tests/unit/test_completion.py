@@ -55,7 +55,7 @@ def test_a_prefix_narrows_the_flags() -> None:
 
 def test_refused_docker_flags_are_not_offered() -> None:
     offered = values("run", "--")
-    assert "--publish" not in offered and "--volume" not in offered
+    assert "--publish" not in offered and "--volumes-from" not in offered
     assert "--detach" not in offered
 
 

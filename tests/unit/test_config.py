@@ -664,7 +664,7 @@ def test_config_view_show_origin_puts_a_comment_on_every_value() -> None:
 @pytest.mark.parametrize(
     ("key", "answer"),
     [
-        ("volume", "docker's -v/--volume is refused: a path on your machine cannot be mounted"),
+        ("volumes_from", "docker's --volumes-from is refused: pods share no volumes"),
         ("cpu_shares", "docker's -c/--cpu-shares is refused: Kubernetes weighs CPU by the "
          "request; use --cpus"),
     ],
