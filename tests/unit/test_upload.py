@@ -57,7 +57,9 @@ def _digest(root: Path) -> dict[str, tuple[str, int, str]]:
     return found
 
 
-def _stream(binds: tuple[BindMount, ...], cwd: Path, limit: int = 1 << 30) -> tuple[bytes, list[str]]:
+def _stream(
+    binds: tuple[BindMount, ...], cwd: Path, limit: int = 1 << 30
+) -> tuple[bytes, list[str]]:
     checked = check_sources(binds, limit, cwd=str(cwd), home=str(cwd))
     sink = io.BytesIO()
     sent = write_tar(checked, sink)
