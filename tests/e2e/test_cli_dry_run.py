@@ -1073,10 +1073,9 @@ BAD_FLAGS = [
         "under `kubernetes.spec` in a config file",
     ),
     (
-        ["-v", "/data:/data", "alpine"],
-        "-v/--volume cannot be used: a path on your machine cannot be mounted into a "
-        "pod on the cluster (-v /data:/data); leave it out; add a volume and its volumeMount under "
-        "`kubernetes.spec` in a config file, or use --tmpfs PATH for scratch space",
+        ["-v", "/data:/data:z", "alpine"],
+        "invalid value '/data:/data:z' for --volume; SELinux relabelling ('z') has no meaning "
+        "here",
     ),
     (
         ["-d", "alpine"],
@@ -1085,9 +1084,8 @@ BAD_FLAGS = [
     ),
     (["-P", "alpine"], "-P/--publish-all cannot be used: a pod's ports are not published"),
     (
-        ["--mount", "type=bind,src=/a,dst=/b", "alpine"],
-        "--mount cannot be used: a path on your machine cannot be mounted into a pod on the "
-        "cluster (--mount type=bind,src=/a,dst=/b)",
+        ["--mount", "type=npipe,src=/a,dst=/b", "alpine"],
+        "invalid value 'type=npipe,src=/a,dst=/b' for --mount; type=npipe cannot be used",
     ),
     (
         ["--config", "nope.yaml", "alpine"],
