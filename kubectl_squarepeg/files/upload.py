@@ -9,7 +9,8 @@ Owns:
   device) is skipped, named in one warning per mount.
 - `write_tar`: the archive, `N/content[/PATH]` for the Nth mount, written to a sink as it
   is read: the tree is walked again (nothing is listed in memory and nothing is copied to
-  disk), each file read in 16 KiB pieces, so memory stays flat whatever the size. Modes,
+  disk), each file read in 64 KiB pieces, small pieces gathered in a 64 KiB buffer, so memory
+  stays flat whatever the size and the count of files. Headers are tarfile's (`tobuf`). Modes,
   owners (numeric), mtimes, symlinks inside SRC and empty directories are kept; names are
   written as their bytes (UTF-8, or the bytes of a name that is not). GNU format: busybox
   and GNU tar read it, and sizes above 8 GiB with it.
@@ -25,14 +26,14 @@ import stat
 import tarfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Protocol, cast
+from typing import BinaryIO, Protocol
 
 from kubectl_squarepeg.errors import UsageError
 from kubectl_squarepeg.files.ignore import IGNORE_FILE, IgnoreRules, read_rules
 from kubectl_squarepeg.plan.filehelpers import CONTENT
 from kubectl_squarepeg.plan.mounts import BindMount, human_bytes
 
-COPY_PIECE = 16 * 1024
+COPY_PIECE = 64 * 1024
 MAX_IGNORE_FILE = 1 << 20
 _SHOWN_SKIPS = 5
 
@@ -291,33 +292,78 @@ class Sent:
     warnings: list[str] = field(default_factory=list)
 
 
+class _TarWriter:
+    """Writes a tar archive to a sink through a buffer of at most BUFFER bytes: tarfile's
+    own TarFile keeps every member it wrote in a list (memory grows with the count of
+    files) and copies each header object; this keeps nothing but the buffer."""
+
+    BUFFER = 64 * 1024
+
+    def __init__(self, sink: Sink) -> None:
+        self._sink = sink
+        self._buffer = bytearray()
+        self._written = 0
+
+    def _write(self, data: bytes) -> None:
+        # Small pieces (headers, small files) gather into one write; a full piece of a
+        # large file goes straight through, without a copy into the buffer.
+        if len(self._buffer) + len(data) > self.BUFFER:
+            self._flush()
+        if len(data) >= self.BUFFER:
+            self._sink.write(data)
+            self._written += len(data)
+        else:
+            self._buffer += data
+
+    def _flush(self) -> None:
+        if self._buffer:
+            self._sink.write(bytes(self._buffer))
+            self._written += len(self._buffer)
+            self._buffer.clear()
+
+    def add(self, header: tarfile.TarInfo, content: _ExactReader | None = None) -> None:
+        self._write(header.tobuf(tarfile.GNU_FORMAT, "utf-8", "surrogateescape"))
+        if content is None:
+            return
+        left = header.size
+        while left:
+            piece = content.read(min(COPY_PIECE, left))
+            left -= len(piece)
+            self._write(piece)
+        if header.size % tarfile.BLOCKSIZE:
+            self._write(bytes(tarfile.BLOCKSIZE - header.size % tarfile.BLOCKSIZE))
+
+    def close(self) -> None:
+        """The end: two zero blocks, then zeros to a whole record, as tar writes it."""
+        self._write(bytes(2 * tarfile.BLOCKSIZE))
+        size = self._written + len(self._buffer)
+        if size % tarfile.RECORDSIZE:
+            self._write(bytes(tarfile.RECORDSIZE - size % tarfile.RECORDSIZE))
+        self._flush()
+
+
 def write_tar(
     checked: Checked, sink: Sink, progress: Callable[[Sent], None] | None = None
 ) -> Sent:
-    """Write the archive of every checked source to `sink`, as it is read."""
+    """Write the archive of every checked source to `sink`, as it is read (GNU format, what
+    tarfile's `tobuf` makes of each header)."""
     sent = Sent()
-    # tarfile copies a file in 16 KiB pieces (COPY_PIECE) and writes in 10 KiB records.
-    with tarfile.open(
-        fileobj=cast(Any, sink),  # a stream needs write() only
-        mode="w|",
-        format=tarfile.GNU_FORMAT,
-        encoding="utf-8",
-        errors="surrogateescape",
-    ) as archive:
-        for source in checked.sources:
-            for entry in _walk(source):
-                if isinstance(entry, _Skipped):
-                    continue  # named by check_sources
-                _add(archive, source, entry, sent)
-                if progress is not None:
-                    progress(sent)
+    archive = _TarWriter(sink)
+    for source in checked.sources:
+        for entry in _walk(source):
+            if isinstance(entry, _Skipped):
+                continue  # named by check_sources
+            _add(archive, source, entry, sent)
+            if progress is not None:
+                progress(sent)
+    archive.close()
     return sent
 
 
-def _add(archive: tarfile.TarFile, source: Source, entry: _Entry, sent: Sent) -> None:
+def _add(archive: _TarWriter, source: Source, entry: _Entry, sent: Sent) -> None:
     header = _header(entry)
     if header.type != tarfile.REGTYPE:
-        archive.addfile(header)
+        archive.add(header)
         sent.entries += 1
         return
     given = _given(source.bind)
@@ -328,7 +374,7 @@ def _add(archive: tarfile.TarFile, source: Source, entry: _Entry, sent: Sent) ->
         return
     with file:
         reader = _ExactReader(file, header.size)
-        archive.addfile(header, cast(Any, reader))  # read() is all it uses
+        archive.add(header, reader)
     sent.entries += 1
     sent.bytes += header.size
     if reader.shrank:

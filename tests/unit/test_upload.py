@@ -254,3 +254,23 @@ def test_a_short_read_is_padded_to_the_promised_size() -> None:
     reader = _ExactReader(io.BytesIO(b"abc"), 8)
     assert reader.read(5) + reader.read(5) + reader.read(5) == b"abc" + bytes(5)
     assert reader.shrank
+
+
+def test_memory_does_not_grow_with_the_count_of_files(tmp_path: Path) -> None:
+    """3,000 files in 30 directories: the peak stays under 1 MiB (tarfile's TarFile would
+    keep all 3,000 members in a list; the writer keeps nothing but its buffer)."""
+    for d in range(30):
+        folder = tmp_path / "s" / f"d{d}"
+        folder.mkdir(parents=True)
+        for f in range(100):
+            (folder / f"file-{f}.txt").write_bytes(b"x" * 100)
+    checked = check_sources((BindMount("./s", "/x"),), 1 << 30, cwd=str(tmp_path), home="/")
+    sink = _CountingSink()
+    tracemalloc.start()
+    try:
+        sent = write_tar(checked, sink)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert sent.entries == 1 + 30 + 3000
+    assert peak < 1 << 20, f"peak {peak} bytes"
