@@ -274,3 +274,16 @@ def test_memory_does_not_grow_with_the_count_of_files(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert sent.entries == 1 + 30 + 3000
     assert peak < 1 << 20, f"peak {peak} bytes"
+
+
+def test_long_names_and_a_symlinked_src_arrive(tmp_path: Path) -> None:
+    deep = tmp_path / "real" / ("d" * 90) / ("e" * 90)
+    deep.mkdir(parents=True)
+    (deep / ("f" * 120 + ".txt")).write_text("long")
+    (tmp_path / "link").symlink_to("real")  # SRC itself a symlink: followed, as docker does
+    data, _ = _stream((BindMount("./link", "/x"),), tmp_path)
+    out = tmp_path / "out"
+    _extract(data, out)
+    arrived = out / "1" / "content" / ("d" * 90) / ("e" * 90) / ("f" * 120 + ".txt")
+    assert arrived.read_text() == "long"
+    assert not (out / "1" / "content").is_symlink()
