@@ -231,3 +231,10 @@ def test_a_job_carries_the_same_pod() -> None:
     p = plan(volume=("./s:/s:ro",), mode="job")
     spec = p.manifest["spec"]["template"]["spec"]
     assert [c["name"] for c in spec["initContainers"]] == ["squarepeg-files"]
+
+
+def test_a_read_only_root_with_a_rw_mount_is_fine_and_says_nothing() -> None:
+    p = plan(volume=("./s:/s",), read_only=True)
+    assert main_container(p)["securityContext"]["readOnlyRootFilesystem"] is True
+    assert "readOnly" not in main_container(p)["volumeMounts"][0]
+    assert p.warnings == ()
