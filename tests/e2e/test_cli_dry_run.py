@@ -1079,9 +1079,8 @@ BAD_FLAGS = [
         "`kubernetes.spec` in a config file, or use --tmpfs PATH for scratch space",
     ),
     (
-        ["-d", "alpine"],
-        "-d/--detach cannot be used: squarepeg waits for the container and returns its exit "
-        "code (-d); leave it out; --keep leaves the pod behind",
+        ["-d", "-i", "alpine"],
+        "-d cannot be used with -i: a detached run has no terminal or stdin to attach",
     ),
     (["-P", "alpine"], "-P/--publish-all cannot be used: a pod's ports are not published"),
     (
