@@ -604,16 +604,15 @@ def ps(ctx: click.Context, /, **flags: Any) -> int:
 @click.option("-f", "--follow", is_flag=True, help="Follow the output until the container ends.")
 @click.option("--since", metavar="DURATION|TIME", help="Only output since 42m ago, or a time.")
 @click.option("-t", "--timestamps", is_flag=True, help="Prefix each line with its time.")
-@click.option("-n", "--tail", metavar="N", help="Only the last N lines (all: every line).")
-@click.option("--namespace", metavar="NS", help="Namespace (default: the context's).")
-@click.option("--context", metavar="NAME", help="Kubeconfig context to use.")
-@click.option("--kubeconfig", metavar="FILE", help="Kubeconfig file to use.")
-@_many("--config", metavar="FILE", help="Read this config file too.")
+@click.option("--tail", metavar="N", help="Only the last N lines (all: every line).")
+@_cluster_options
 @click.argument("name", shell_complete=_complete_run_names)
 @click.pass_context
 def logs(ctx: click.Context, /, **flags: Any) -> int:
     """The output of run NAME's container, as raw bytes; exit 0 (docker's), or 125 when it
-    could not all be read. `wait` gives the container's exit code."""
+    could not all be read. `wait` gives the container's exit code.
+
+    -n is the namespace, as everywhere in kubectl (docker's `logs -n` is --tail)."""
     from kubectl_squarepeg.plan.detached import parse_since
 
     name = _run_names([flags["name"]])[0]
