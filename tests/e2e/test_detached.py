@@ -8,15 +8,18 @@ another user's, rm of a running run) are one line and exit 125."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.conftest import (
+    BIN,
     CLIENT_SIDE_LOG_DROP,
     Squarepeg,
     age_the_finish,
+    isolated_env,
     names,
     skip_where_the_kubelet_owns_pod_status,
 )
@@ -189,3 +192,21 @@ def test_bad_names_are_one_line_and_125(squarepeg: Squarepeg, kubesim: Any,
                                                  "LOGNAME": "someone-else"}).code == 0
     kubesim.kubectl("delete", "pod", "not-ours", "-n", namespace, "--wait=false")
     wait_until(lambda: names(kubesim, namespace) == [], 60, "every pod to be gone")
+
+
+def test_run_names_complete_for_logs_wait_and_rm(squarepeg: Squarepeg, kubesim: Any,
+                                                 namespace: str) -> None:
+    assert squarepeg("run", "-d", "--name", "det-complete", "alpine", "sleep", "60").code == 0
+    theirs = squarepeg("run", "-d", "--name", "det-theirs", "alpine", "sleep", "60",
+                       env={"USER": "someone-else", "LOGNAME": "someone-else"})
+    assert theirs.code == 0, theirs.stderr
+    for verb in ("logs", "wait", "rm"):
+        done = subprocess.run(
+            [str(BIN / "kubectl_complete-squarepeg"), verb, "-n", namespace, "det-"],
+            env=isolated_env(kubesim, squarepeg.home), capture_output=True, timeout=30,
+        )
+        assert done.stdout.decode().splitlines() == ["det-complete", ":4"], (verb, done)
+    assert squarepeg("rm", "-f", "det-complete").code == 0
+    assert squarepeg("rm", "-f", "det-theirs",
+                     env={"USER": "someone-else", "LOGNAME": "someone-else"}).code == 0
+    wait_until(lambda: names(kubesim, namespace) == [], 60, "both runs to be gone")
