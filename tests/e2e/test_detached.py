@@ -8,12 +8,14 @@ another user's, rm of a running run) are one line and exit 125."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import Localkube
 from tests.e2e.conftest import (
     BIN,
     CLIENT_SIDE_LOG_DROP,
@@ -97,23 +99,43 @@ def test_a_detached_job_is_found_by_its_name(squarepeg: Squarepeg, kubesim: Any,
     wait_until(lambda: names(kubesim, namespace) == [], 30, "the job and its pod to be gone")
 
 
-@pytest.mark.kubesim_only(CLIENT_SIDE_LOG_DROP)
 def test_logs_follow_is_byte_exact_across_a_dropped_stream(
         squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path) -> None:
+    if isinstance(kubesim, Localkube) and os.environ.get("LOCALKUBE_NODE") == "kubelet":
+        pytest.skip("cutting a log stream is a fault of kubesim and of localkube's node "
+                    "agent; the real kubelet has none to make")
     assert squarepeg("run", "-d", "--name", "det-f", "alpine", "sh", "-c", CHATTY).code == 0
     out = tmp_path / "followed"
     with out.open("wb") as sink:
         follower = squarepeg.start("logs", "-f", "det-f", stdout=sink)
         wait_until(lambda: out.stat().st_size > 2000, 30, "the first output")
-        kubesim.ctl("drop-logs", "--after-bytes", "777")
+        cut = json.loads(kubesim.ctl("drop-logs", "--after-bytes", "777"))
         done = squarepeg.finish(follower, timeout=90)
+    assert cut["dropped"] >= 1  # the follower's stream was open, and was cut
     assert done.code == 0, done.stderr
-    assert "dropped" in done.stderr  # the drop happened, and was resumed from
+    if not isinstance(kubesim, Localkube):
+        # kubesim cuts kubectl's connection (an error it reports); localkube's agent ends
+        # the stream cleanly, as a real API server does, and the reconnect says nothing.
+        assert "dropped" in done.stderr, CLIENT_SIDE_LOG_DROP
     whole = kubesim.kubectl("logs", "det-f", "-c", "main", "-n", namespace)
     assert whole.stdout.endswith(b"the end") and whole.stdout.count(b"\n") == LINES
     assert out.read_bytes() == whole.stdout
     assert squarepeg("wait", "det-f").stdout == b"3\n"
     assert squarepeg("rm", "det-f").code == 0
+
+
+def test_another_runs_sweep_leaves_a_running_detached_run_alone(
+        squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path) -> None:
+    config = tmp_path / "sweep-now.yaml"
+    config.write_text("orphan_sweep_min_age: 0\n")
+    assert squarepeg("run", "-d", "--name", "det-up", "alpine", "sleep", "300").code == 0
+    ran = squarepeg("run", "--config", str(config), "alpine", "true")
+    assert ran.code == 0, ran.stderr
+    assert not any("orphan sweep: deleted" in line for line in ran.lines), ran.stderr
+    [shown] = _ps(squarepeg)
+    assert shown["Names"] == "det-up" and shown["Status"].startswith("Up ")
+    assert squarepeg("rm", "-f", "det-up").code == 0
+    wait_until(lambda: names(kubesim, namespace) == [], 60, "det-up to be gone")
 
 
 def test_no_sweep_takes_a_detached_run(squarepeg: Squarepeg, kubesim: Any, namespace: str,
