@@ -33,7 +33,7 @@ DETACHED_RM_BOUND_SECONDS = 30
 LINES = 400
 CHATTY = (
     f'i=0; while [ $i -lt {LINES} ]; do printf "line %05d \\033[1mbold\\033[0m 50%%\\r100%%\\n" '
-    '"$i"; i=$((i+1)); sleep 0.01; done; printf "the end"; exit 3'
+    '"$i"; i=$((i+1)); sleep 0.04; done; printf "the end"; exit 3'
 )
 
 
@@ -119,7 +119,7 @@ def test_logs_follow_is_byte_exact_across_a_dropped_stream(
         assert "dropped" in done.stderr, CLIENT_SIDE_LOG_DROP
     whole = kubesim.kubectl("logs", "det-f", "-c", "main", "-n", namespace)
     assert whole.stdout.endswith(b"the end") and whole.stdout.count(b"\n") == LINES
-    assert out.read_bytes() == whole.stdout
+    assert out.read_bytes() == whole.stdout, done.stderr
     assert squarepeg("wait", "det-f").stdout == b"3\n"
     assert squarepeg("rm", "det-f").code == 0
 
