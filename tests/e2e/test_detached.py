@@ -232,3 +232,42 @@ def test_run_names_complete_for_logs_wait_and_rm(squarepeg: Squarepeg, kubesim: 
     assert squarepeg("rm", "-f", "det-theirs",
                      env={"USER": "someone-else", "LOGNAME": "someone-else"}).code == 0
     wait_until(lambda: names(kubesim, namespace) == [], 60, "both runs to be gone")
+
+
+def test_wait_reports_oom_as_run_does(squarepeg: Squarepeg, kubesim: Any,
+                                      namespace: str) -> None:
+    if isinstance(kubesim, Localkube) and os.environ.get("LOCALKUBE_NODE") == "kubelet":
+        # No image there has python3 (tests/localkube/README.md); busybox's dd fills 200M.
+        hog = ("busybox", "dd", "if=/dev/zero", "of=/dev/null", "bs=200M", "count=1")
+    else:
+        hog = ("alpine", "sh", "-c",
+               "python3 -c \"import time; b = bytearray(300 * 1024 * 1024); time.sleep(30)\"")
+    started = squarepeg("run", "-d", "-m", "64m", "--name", "det-oom", *hog)
+    assert started.code == 0, started.stderr
+    waited = squarepeg("wait", "det-oom")
+    assert (waited.code, waited.stdout) == (0, b"137\n"), waited.stderr
+    assert waited.has_line("OOMKilled"), waited.lines
+    assert squarepeg("rm", "det-oom").code == 0
+    wait_until(lambda: names(kubesim, namespace) == [], 60, "det-oom to be gone")
+
+
+def test_wait_for_a_run_evicted_or_deleted_is_125_with_the_reason(
+        squarepeg: Squarepeg, kubesim: Any, namespace: str) -> None:
+    if isinstance(kubesim, Localkube) and os.environ.get("LOCALKUBE_NODE") == "kubelet":
+        pytest.skip("eviction on demand is a fault of kubesim and of localkube's node agent")
+    for name in ("det-evict", "det-gone"):
+        assert squarepeg("run", "-d", "--name", name, "alpine", "sleep", "300").code == 0
+    waiting = squarepeg.start("wait", "det-evict", "det-gone")
+    kubesim.ctl("evict", f"{namespace}/det-evict")
+    wait_until(lambda: b"Failed" in kubesim.kubectl(
+        "get", "pod", "det-evict", "-n", namespace, "-o", "jsonpath={.status.phase}").stdout,
+        60, "det-evict to be evicted")
+    assert kubesim.kubectl("delete", "pod", "det-gone", "-n", namespace,
+                           "--wait=false").returncode == 0
+    done = squarepeg.finish(waiting, timeout=120)
+    assert done.code == 125 and done.stdout == b"", done.stderr
+    errors = _errors(done.lines)
+    assert len(errors) == 2, done.lines
+    assert "evicted" in errors[0] and "det-gone" in errors[1] and "deleted" in errors[1]
+    squarepeg("rm", "-f", "det-evict")
+    wait_until(lambda: names(kubesim, namespace) == [], 90, "both to be gone")
