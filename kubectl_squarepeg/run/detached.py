@@ -32,7 +32,7 @@ import sys
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from kubectl_squarepeg.cluster import kubectl, podstate
 from kubectl_squarepeg.cluster.commands import Commands
@@ -46,6 +46,11 @@ from kubectl_squarepeg.errors import (
 )
 from kubectl_squarepeg.run import interrupt, listing, runner, watch
 from kubectl_squarepeg.terminal.console import Console
+
+if TYPE_CHECKING:
+    from kubectl_squarepeg.cluster.connect import Connection
+    from kubectl_squarepeg.plan.detached import Since
+    from kubectl_squarepeg.plan.manifest import Plan
 
 MANAGED_BY_SELECTOR = "app.kubernetes.io/managed-by=squarepeg"
 CREATED_BY_LABEL = listing.CREATED_BY_LABEL
@@ -198,7 +203,7 @@ def logs(
     name: str,
     *,
     follow: bool,
-    since: Any,
+    since: Since | None,
     timestamps: bool,
     tail: int | None,
     console: Console,
@@ -265,7 +270,7 @@ def _logs_by_kubectl(
     run: listing.Found,
     commands: Commands,
     follow: bool,
-    since: Any,
+    since: Since | None,
     timestamps: bool,
     tail: int | None,
 ) -> int:
@@ -455,7 +460,7 @@ class DetachedRun(runner.Run):
             kubectl.terminate_all()
 
 
-def run_detached(plan: Any, connection: Any, console: Console) -> int:
+def run_detached(plan: Plan, connection: Connection, console: Console) -> int:
     """`run -d`: the run started and left running; its name on stdout (see the module
     docstring). Guarded by the two-stage interrupt as a run is: a Ctrl-C before the start
     deletes what was created."""
