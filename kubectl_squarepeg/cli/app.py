@@ -214,6 +214,9 @@ class _WithHiddenAlias(click.Option):
 @click.option("--stop-timeout", metavar="SECONDS", help="Grace period before SIGKILL.")
 @click.option("--runtime", metavar="NAME", help="RuntimeClass to run with.")
 @click.option("--rm", is_flag=True, help="Accepted for docker habit: deleting is the default.")
+@click.option(
+    "-d", "--detach", is_flag=True, help="Start it, print its name and leave it running."
+)
 @click.option("-n", "--namespace", metavar="NS", help="Namespace (default: the context's).")
 @click.option("--context", metavar="NAME", help="Kubeconfig context to use.")
 @click.option("--kubeconfig", metavar="FILE", help="Kubeconfig file to use.")
@@ -277,6 +280,13 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
         environ=os.environ,
         read_text=config.read_key_value_file_text,
     )
+    detach_notes: list[str] = []
+    if flags["detach"]:
+        from kubectl_squarepeg.plan.detached import detach_options
+
+        options, detach_notes = detach_options(
+            options, remove_when_done=bool(flags["rm"]), mode_given="mode" in explicit
+        )
     console.quiet = options.quiet
     if options.binds and not (options.dry_run or options.dry_run_server):
         _refuse_file_transfer(options, console)
@@ -302,7 +312,13 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
         suffix=os.urandom(SUFFIX_BYTES).hex(),
         username=_username(os.environ),
     )
+    if flags["detach"]:
+        from kubectl_squarepeg.plan.detached import detach_plan
+
+        plan = detach_plan(plan, remove_when_done=bool(flags["rm"]))
     _check_encodable(plan.manifest)
+    for note in detach_notes:
+        console.status(note)
     for warning in plan.warnings:
         console.warn(warning)
     if options.dry_run:
@@ -313,7 +329,7 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
         sys.stdout.write(yamlout.dump(plan.manifest))
         return 0
     console.status(connection.banner() + _config_files_note(merged.files))
-    return _execute(plan, connection, console)
+    return _execute(plan, connection, console, detach=bool(flags["detach"]))
 
 
 def _refuse_file_transfer(options: RunOptions, console: Console) -> None:
@@ -524,12 +540,169 @@ def sweep(ctx: click.Context, /, **flags: Any) -> int:
     )
 
 
+# --- detached runs: ps, logs, wait, rm (run/detached.py) ---------------------------------
+
+
+def _cluster_options(command: F) -> F:
+    """-n, --context, --kubeconfig and --config, as `run` and `sweep` take them."""
+    for option in reversed(
+        (
+            click.option("-n", "--namespace", metavar="NS", help="Namespace (default: context's)."),
+            click.option("--context", metavar="NAME", help="Kubeconfig context to use."),
+            click.option("--kubeconfig", metavar="FILE", help="Kubeconfig file to use."),
+            _many("--config", metavar="FILE", help="Read this config file too."),
+        )
+    ):
+        command = option(command)
+    return command
+
+
+def _verb_connection(ctx: click.Context, flags: Mapping[str, Any]) -> tuple[Any, str]:
+    """The connection and the user's created-by value, for a verb on the user's runs."""
+    from kubectl_squarepeg.cluster.connect import ClusterFlags, connect
+    from kubectl_squarepeg.config import files as config
+    from kubectl_squarepeg.plan import values
+    from kubectl_squarepeg.plan.manifest import created_by_value
+
+    merged = config.load(explicit=flags.get("config") or ())
+
+    def setting(name: str) -> str | None:
+        value = flags.get(name) or merged.values.get(name)
+        return None if value is None else str(value)
+
+    namespace = setting("namespace")
+    if namespace is not None:
+        try:
+            values.validate_name(namespace)
+        except values.ValueProblem as problem:
+            raise UsageError(f"invalid value {namespace!r} for --namespace", str(problem)) from None
+    choice = ClusterFlags(setting("context"), setting("kubeconfig"), namespace)
+    connection = connect(
+        choice, kubeconfig_origin=_key_origin(merged, "kubeconfig", bool(flags.get("kubeconfig")))
+    )
+    return connection, created_by_value(_username(os.environ))
+
+
+def _run_names(names: Sequence[str]) -> list[str]:
+    from kubectl_squarepeg.plan.detached import check_run_name
+
+    return [check_run_name(name) for name in names]
+
+
+def _complete_run_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    from kubectl_squarepeg.cli.completion import run_name_items
+
+    return run_name_items(ctx, incomplete, lambda: _verb_connection(ctx, ctx.params))
+
+
+@cli.command(short_help="List your runs in the namespace (docker ps).")
+@click.option("-a", "--all", "all_runs", is_flag=True, help="Finished runs too.")
+@click.option("-q", "--quiet", is_flag=True, help="Only the names.")
+@click.option("--format", "output_format", metavar="table|json", help="json: one object a line.")
+@_cluster_options
+@click.pass_context
+def ps(ctx: click.Context, /, **flags: Any) -> int:
+    """Your runs in the namespace: NAME, IMAGE, COMMAND, CREATED, STATUS, MODE.
+
+    Without -a, the running and pending ones only."""
+    fmt = (flags["output_format"] or "table").strip().lower()
+    if fmt not in ("table", "json"):
+        raise UsageError(
+            f"invalid value {flags['output_format']!r} for --format", "use table or json"
+        )
+    from kubectl_squarepeg.run import detached
+
+    connection, created_by = _verb_connection(ctx, flags)
+    return detached.ps(
+        connection,
+        created_by,
+        all_runs=bool(flags["all_runs"]),
+        quiet=bool(flags["quiet"]),
+        as_json=fmt == "json",
+    )
+
+
+@cli.command(short_help="Print a run's output (docker logs).")
+@click.option("-f", "--follow", is_flag=True, help="Follow the output until the container ends.")
+@click.option("--since", metavar="DURATION|TIME", help="Only output since 42m ago, or a time.")
+@click.option("-t", "--timestamps", is_flag=True, help="Prefix each line with its time.")
+@click.option("--tail", metavar="N", help="Only the last N lines (all: every line).")
+@_cluster_options
+@click.argument("name", shell_complete=_complete_run_names)
+@click.pass_context
+def logs(ctx: click.Context, /, **flags: Any) -> int:
+    """The output of run NAME's container, as raw bytes; exit 0 (docker's), or 125 when it
+    could not all be read. `wait` gives the container's exit code.
+
+    -n is the namespace, as everywhere in kubectl (docker's `logs -n` is --tail)."""
+    from kubectl_squarepeg.plan.detached import parse_since
+
+    name = _run_names([flags["name"]])[0]
+    since = parse_since(flags["since"]) if flags["since"] is not None else None
+    tail = _tail(flags["tail"])
+    from kubectl_squarepeg.run import detached
+
+    connection, created_by = _verb_connection(ctx, flags)
+    return detached.logs(
+        connection,
+        created_by,
+        name,
+        follow=bool(flags["follow"]),
+        since=since,
+        timestamps=bool(flags["timestamps"]),
+        tail=tail,
+        console=_console(ctx),
+    )
+
+
+def _tail(text: str | None) -> int | None:
+    if text is None or text.strip().lower() == "all":
+        return None
+    cleaned = text.strip()
+    if not cleaned.isascii() or not cleaned.isdigit() or len(cleaned) > 9:
+        raise UsageError(f"invalid value {text!r} for --tail", "give a number of lines, or all")
+    return int(cleaned)
+
+
+@cli.command(short_help="Wait for runs to end and print their exit codes (docker wait).")
+@_cluster_options
+@click.argument("names", nargs=-1, required=True, metavar="NAME...",
+                shell_complete=_complete_run_names)
+@click.pass_context
+def wait(ctx: click.Context, /, **flags: Any) -> int:
+    """Block until each run's container has ended; print its exit code, one a line.
+
+    A run that never finishes (deleted, evicted) gets its reason on stderr, and exit 125."""
+    names = _run_names(flags["names"])
+    from kubectl_squarepeg.run import detached
+
+    connection, created_by = _verb_connection(ctx, flags)
+    return detached.wait(connection, created_by, names, console=_console(ctx))
+
+
+@cli.command(short_help="Delete finished runs of yours (docker rm).")
+@click.option("-f", "--force", is_flag=True, help="Running ones too.")
+@_cluster_options
+@click.argument("names", nargs=-1, required=True, metavar="NAME...",
+                shell_complete=_complete_run_names)
+@click.pass_context
+def rm(ctx: click.Context, /, **flags: Any) -> int:
+    """Delete runs (a Job with its pod); a running one only with -f. Only your own."""
+    names = _run_names(flags["names"])
+    from kubectl_squarepeg.run import detached
+
+    connection, created_by = _verb_connection(ctx, flags)
+    return detached.rm(
+        connection, created_by, names, force=bool(flags["force"]), console=_console(ctx)
+    )
+
+
 # --- the real run: the lead engineer's ----------------------------------------------------
 # `run` calls this once the plan is built, for a real run and for --dry-run-server; a
 # client-side --dry-run never gets here.
 
 
-def _execute(plan: Plan, connection: Connection, console: Console) -> int:
+def _execute(plan: Plan, connection: Connection, console: Console, *, detach: bool = False) -> int:
     """Create what `plan` describes (or, with --dry-run-server, have the apiserver check it)
     and return the exit code.
 
@@ -544,6 +717,10 @@ def _execute(plan: Plan, connection: Connection, console: Console) -> int:
         # Its raise was swallowed: Python cannot raise out of a weakref callback or a
         # __del__, and one was running when the signal was handled. Nothing is created yet.
         raise _Signalled(_early_signal[0])
+    if detach and not plan.options.dry_run_server:
+        from kubectl_squarepeg.run import detached
+
+        return detached.run_detached(plan, connection, console)
     return runner.execute(plan, connection, console)
 
 

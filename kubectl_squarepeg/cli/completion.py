@@ -2,8 +2,10 @@
 
 Owns how a <TAB> is answered, and nothing else: candidates come from the click command tree
 in cli/app.py, so a subcommand, a flag or a `click.Choice` added there completes with no change
-here. Imported only by the `completion` command and the helper, never by `run`, `--help`
-or `--version`.
+here. The one candidate list that comes from the cluster is the user's run names
+(`run_name_items`, for `logs`, `wait` and `rm`): one `kubectl get pods,jobs` of the user's
+runs, bounded by RUN_NAMES_SECONDS. Imported only by the `completion` command and the
+helper, never by `run`, `--help` or `--version`.
 
 How a <TAB> reaches this module:
 
@@ -28,9 +30,9 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 from click.shell_completion import CompletionItem, ShellComplete
@@ -112,6 +114,26 @@ def complete_words(cli: click.Command, words: Sequence[str]) -> Completions:
         tuple(Candidate(choice) for choice in choices if choice.startswith(value_prefix)),
         DIRECTIVE_NO_FILE_COMP,
     )
+
+
+# A <TAB> that asks the cluster for run names waits this long at most, then offers nothing.
+RUN_NAMES_SECONDS = 5.0
+
+
+def run_name_items(
+    ctx: click.Context, incomplete: str, connect: Callable[[], tuple[Any, str]]
+) -> list[CompletionItem[str]]:
+    """The user's run names that start with `incomplete`, for `logs`, `wait` and `rm` (the
+    commands' NAME arguments call this through click's `shell_complete`); none when the
+    cluster cannot be asked (a <TAB> never prints an error)."""
+    try:
+        from kubectl_squarepeg.run.detached import run_names
+
+        connection, created_by = connect()
+        names = run_names(connection, created_by, timeout=RUN_NAMES_SECONDS)
+    except Exception:
+        return []
+    return [CompletionItem(name) for name in names if name.startswith(incomplete)]
 
 
 def render_for_kubectl(completions: Completions) -> str:

@@ -625,6 +625,12 @@ def delete(target: Target, kind: str, name: str) -> Result:
     return run(["delete", kind.lower(), name, *_delete_args(kind)], target)
 
 
+def list_runs(target: Target, selector: str, *, timeout: float | None = None) -> Result:
+    """The Pods and Jobs that `selector` matches, as one JSON list: `ps`, and the look-up
+    of a run by name for logs, wait and rm (run/detached.py)."""
+    return run(["get", "pods,jobs", "-l", selector, "-o", "json"], target, timeout=timeout)
+
+
 def logs(target: Target, pod: str, container: str) -> Result:
     """The whole log of a container, at once."""
     return run(["logs", pod, "-c", container], target)

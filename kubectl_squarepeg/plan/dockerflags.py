@@ -128,10 +128,14 @@ FLAGS: tuple[DockerFlag, ...] = (
         "use --cpus; CPU pinning is the kubelet's CPU manager policy",
     ),
     _no("--cpuset-mems", _HOST_RESOURCE, "leave it out"),
-    _no(
+    _ok(
         "-d --detach",
-        "squarepeg waits for the container and returns its exit code",
-        "leave it out; --keep leaves the pod behind, and `kubectl logs` reads it later",
+        "waits for the container's start as a run does, prints the run's name and exits 0, "
+        "leaving the Pod or Job (labelled `squarepeg.io/detached`) running; "
+        "`kubectl squarepeg ps`, `logs`, `wait` and `rm` work on it",
+        "the name, not a container ID; no sweep takes it, `rm` does; `-d --rm` runs a Job "
+        "with `ttlSecondsAfterFinished: 0`, so the cluster deletes it when it exits; "
+        "with -i or -t it is refused (there is no `attach`)",
         value=False,
     ),
     _no(
@@ -303,8 +307,9 @@ FLAGS: tuple[DockerFlag, ...] = (
     _ok("--restart", "nothing: `no`, docker's default, is what a run does", RESTART_NOTE),
     _ok(
         "--rm",
-        "nothing",
-        "accepted out of habit: deleting is the default (it also overrides `cleanup: false`)",
+        "nothing; with -d, the Job's `ttlSecondsAfterFinished: 0`",
+        "accepted out of habit: deleting is the default (it also overrides `cleanup: false`); "
+        "`-d --rm` makes the run a Job the cluster deletes when it exits",
         value=False,
     ),
     _ok("--runtime", "`spec.runtimeClassName`", "a RuntimeClass name, not a docker runtime"),

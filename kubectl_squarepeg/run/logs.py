@@ -48,6 +48,10 @@ _SKIP_ALL = -1
 # newline rather than `^` lets the regex engine skip from one newline to the next: twice as
 # fast over a large block.
 _STAMP_AFTER_NEWLINE = re.compile(rb"\n\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z ")
+# The first bytes of a timestamp as the kubelet writes it, cut anywhere (LogDecoder.end).
+_STAMP_START = re.compile(
+    rb"\d{1,4}|\d{4}-(\d\d?(-(\d\d?(T(\d\d?(:(\d\d?(:(\d\d?(\.\d{0,9}Z?|Z)?)?)?)?)?)?)?)?)?)?"
+)
 # Chunks smaller than this go line by line: the bulk path's bookkeeping would not pay.
 _BULK_MIN_BYTES = 4096
 # A pipe holds 64 KiB; reading more at once lets a fast stream arrive in fewer, larger chunks.
@@ -185,9 +189,13 @@ class LogDecoder:
         return b"".join(out)
 
     def end(self) -> bytes:
-        """The stream ended cleanly: a line start still held back was content after all."""
+        """The stream ended cleanly: a line start still held back was content after all,
+        unless it is the beginning of a timestamp. A clean end is not always the container's:
+        the real API server ends a stream cleanly when its node's end breaks, possibly inside
+        a line's timestamp, and the kubelet writes a line's stamp and space before any of its
+        content, so such a fragment holds none; the resumed stream replays that line."""
         held, self._prefix = self._prefix, b""
-        return held
+        return b"" if _STAMP_START.fullmatch(held) else held
 
     def _untimestamped(self, head: bytes, out: list[bytes]) -> None:
         self._prefix = b""

@@ -9,6 +9,9 @@ Owns two things, kept apart:
   older than the minimum age since that pod was created). Anything else (Running, Pending
   without a fail-fast reason, Unknown, terminating) is never an orphan at any age; a pod with
   an owner (a Job's) is never deleted directly; the run's own resource is never a candidate.
+  A detached run (`run -d`, labelled `squarepeg.io/detached`) is never a candidate either,
+  running or finished, at any age: docker keeps an exited container until `docker rm`, and
+  `kubectl squarepeg rm` is that (plan/detached.py; docs/decisions/0160).
   A finished resource is never taken before FINISHED_FLOOR_SECONDS since it finished,
   whatever `orphan_sweep_min_age` says (`required_age`): until then a run of the user's may
   still be reading its exit code and output. Stuck resources have no floor (see there).
@@ -45,6 +48,7 @@ MANAGED_BY = "squarepeg"
 CREATED_BY_LABEL = "squarepeg.io/created-by"
 KEEP_LABEL = "squarepeg.io/keep"
 RUN_ID_LABEL = "squarepeg.io/run-id"
+DETACHED_LABEL = "squarepeg.io/detached"
 
 FINISHED: Final = "finished"
 STUCK: Final = "stuck"
@@ -83,9 +87,11 @@ _SUMMARY_NAMES = 3
 
 
 def label_selector(created_by: str) -> str:
-    """The server-side scope: squarepeg's resources, of this user, not kept."""
+    """The server-side scope: squarepeg's resources, of this user, neither kept nor
+    detached."""
     return (
-        f"{MANAGED_BY_LABEL}={MANAGED_BY},{CREATED_BY_LABEL}={created_by},!{KEEP_LABEL}"
+        f"{MANAGED_BY_LABEL}={MANAGED_BY},{CREATED_BY_LABEL}={created_by},!{KEEP_LABEL},"
+        f"!{DETACHED_LABEL}"
     )
 
 
@@ -150,6 +156,7 @@ def _in_scope(item: Mapping[str, Any], created_by: str) -> bool:
         labels.get(MANAGED_BY_LABEL) == MANAGED_BY
         and labels.get(CREATED_BY_LABEL) == created_by
         and KEEP_LABEL not in labels
+        and DETACHED_LABEL not in labels
         and not meta.get("deletionTimestamp")  # already going away
     )
 

@@ -1078,9 +1078,8 @@ BAD_FLAGS = [
         "here",
     ),
     (
-        ["-d", "alpine"],
-        "-d/--detach cannot be used: squarepeg waits for the container and returns its exit "
-        "code (-d); leave it out; --keep leaves the pod behind",
+        ["-d", "-i", "alpine"],
+        "-d cannot be used with -i: a detached run has no terminal or stdin to attach",
     ),
     (["-P", "alpine"], "-P/--publish-all cannot be used: a pod's ports are not published"),
     (

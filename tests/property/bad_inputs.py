@@ -141,7 +141,8 @@ CASES: list[BadInput] = [
              "npipe"),
     BadInput("--mount with an unknown key", _run("--mount", "type=bind,src=.,dst=/w,mode=ro",
              "alpine"), "'mode' is not a key"),
-    BadInput("-d, as squarepeg always waits", _run("-d", "alpine", "sleep", "9"), "--detach"),
+    BadInput("-d with -it: nothing to attach to later", _run("-d", "-it", "alpine", "sh"),
+             "-d cannot be used with -it"),
     BadInput("a namespace with capitals", ("run", "--dry-run", "-n", "Team-A", "alpine"),
              "Team-A"),
     BadInput("an argument that is not UTF-8", _run("alpine", "echo", "caf\udce9"),
@@ -207,6 +208,17 @@ CASES: list[BadInput] = [
     BadInput("/dev/zero as a config file", _run("--config", "/dev/zero", "alpine"), "1 MiB"),
     BadInput("a 3 MiB project file", _run("alpine"), "1 MiB",
              files={".squarepeg.yaml": _huge(3 << 20)}),
+    # --- -d, and the verbs on runs (ps, logs, wait, rm) ---------------------------------
+    BadInput("-d --rm with --mode pod: a Pod has no TTL", _run("-d", "--rm", "--mode", "pod",
+             "alpine"), "--mode pod"),
+    BadInput("logs --since garbage", ("logs", "--since", "yesterday", "my-run"), "--since"),
+    BadInput("logs --tail that is not a number", ("logs", "--tail", "-3", "my-run"), "--tail"),
+    BadInput("logs of a name no run can have", ("logs", "My_Run"), "cannot be the name"),
+    BadInput("wait for a name no run can have", ("wait", "ok-run", "Bad.Name"),
+             "cannot be the name"),
+    BadInput("rm without a name", ("rm",), "NAME"),
+    BadInput("ps in a format docker has and squarepeg not", ("ps", "--format", "{{.Names}}"),
+             "--format"),
 ]
 
 
@@ -221,6 +233,10 @@ process) and checks against this page: it cannot drift from what squarepeg does.
 case prints exactly one line on stderr and exits with the code shown; nothing is created.
 Files named in a command are in the working directory; the long ones are built by the
 case (see its source).
+
+The bad inputs that only the cluster can tell (a NAME that is no squarepeg run, another
+user's run, `rm` of a running run without -f) are checked the same way, one line and exit
+125, by `tests/e2e/test_detached.py::test_bad_names_are_one_line_and_125` against a cluster.
 
 Beyond these named cases, the property suites in `tests/property/` throw thousands of
 generated command lines, config files, env files and kubeconfigs at the same command,

@@ -56,7 +56,7 @@ def test_a_prefix_narrows_the_flags() -> None:
 def test_refused_docker_flags_are_not_offered() -> None:
     offered = values("run", "--")
     assert "--publish" not in offered and "--volumes-from" not in offered
-    assert "--detach" not in offered
+    assert "--detach-keys" not in offered
 
 
 def test_fixed_values_complete_from_the_metavar() -> None:

@@ -339,10 +339,10 @@ def test_judge_ages_tells_young_from_held_by_the_floor() -> None:
 # --- the kubectl calls ------------------------------------------------------------------
 
 
-def test_label_selector_scopes_to_the_users_own_unkept_resources() -> None:
+def test_label_selector_scopes_to_the_users_own_unkept_undetached_resources() -> None:
     assert sweep.label_selector("alice") == (
         "app.kubernetes.io/managed-by=squarepeg,squarepeg.io/created-by=alice,"
-        "!squarepeg.io/keep"
+        "!squarepeg.io/keep,!squarepeg.io/detached"
     )
 
 
