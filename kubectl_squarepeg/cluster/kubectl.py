@@ -570,10 +570,12 @@ def watch_request(
     return f"{_collection(namespace, 'pods')}?{urllib.parse.urlencode(query)}"
 
 
-def log_request(namespace: str, pod: str, container: str, since: str | None) -> str:
+def log_request(
+    namespace: str, pod: str, container: str, since: str | None, *, follow: bool = True
+) -> str:
     """The log endpoint's request for a follow stream with timestamps, from `since` (RFC
     3339, whole seconds) when given: what `kubectl logs -f --timestamps [--since-time]`
-    sends, for `kubectl get --raw`.
+    sends, for `kubectl get --raw`. `follow=False`: what is in the log now, then the end.
 
     Why not `kubectl logs` itself: it writes its stdout a line at a time (a write call per
     line), so a chatty container's output crawls through it (100 MB of 64-byte lines: about
@@ -581,7 +583,7 @@ def log_request(namespace: str, pod: str, container: str, since: str | None) -> 
     has arrived), and it first GETs the pod, a round trip before the first byte.
     README, Decisions ("The log stream").
     """
-    query = {"container": container, "follow": "true", "timestamps": "true"}
+    query = {"container": container, "follow": "true" if follow else "false", "timestamps": "true"}
     if since is not None:
         query["sinceTime"] = since
     pod_path = urllib.parse.quote(pod, safe="")
