@@ -54,6 +54,10 @@ _TIMESTAMP_START = re.compile(rb"[0-9TZ:.+-]{1,39}")
 _BULK_MIN_BYTES = 4096
 # A pipe holds 64 KiB; reading more at once lets a fast stream arrive in fewer, larger chunks.
 READ_BYTES = 128 * 1024
+# The kubelet looks at log sizes this often (containerLogMonitorInterval, default 10 s), so
+# it rotates a container's log at most once in that time: a resume within it meets at most
+# the one rotation that ended the stream before (see "Rotation").
+ROTATION_CHECK_SECONDS = 10.0
 # How much of a text without timestamps (the kubelet's error, take_refusal) is kept.
 _REFUSAL_BYTES = 1000
 # kubectl's complaints that another attempt cannot fix.
@@ -248,6 +252,13 @@ class LogDecoder:
         if self._prefix and not _TIMESTAMP_START.fullmatch(self._prefix):
             self._refusal += self._prefix[:_REFUSAL_BYTES]
         self._prefix = b""
+        replay = self._replay
+        if replay is not None and self._replayed == 0 and self._after_cut:
+            # Not even the resume point's own line: the log's file is a newer one, empty
+            # so far (rotated after the last write), and the rest of the older one is gone.
+            self._replay = None
+            self._gap = Gap(self._lines, self._emitted, self._partial is not None,
+                            replay.timestamp, b"")
         return b""
 
     def take_refusal(self) -> str | None:
@@ -449,6 +460,7 @@ class LogFollower:
         self._finished = False
         self._stream: Stream | None = None
         self._cut = False  # the last stream failed rather than ended (LogDecoder.restart)
+        self._ended_at = clock()  # when the last stream ended
         self._written = 0
         self._write_failure: Exception | None = None
         self._thread = threading.Thread(target=self._follow, name=f"logs-{pod}", daemon=True)
@@ -521,17 +533,25 @@ class LogFollower:
                 # Once the container has ended, every request is a plain read of what the
                 # log holds from the resume point (see "Complete" in the module docstring).
                 checking = self._finished
-            stream = self._connect(follow=not checking, after_cut=self._cut)
+            # A rotation found by a resume long after a clean end may be a second one.
+            quiet = self._clock() - self._ended_at
+            stream = self._connect(
+                follow=not checking, after_cut=self._cut or quiet >= ROTATION_CHECK_SECONDS
+            )
             if stream is None:
                 return
             code = self._wait(stream)
             with self._write_lock:
                 if code == 0:
                     self._decoder.end()
+                    gap = self._decoder.take_gap()
+                    if gap is not None:
+                        self._report_gap(gap)
                 refusal = self._decoder.take_refusal()
             if refusal is not None and code == 0:
                 code = _REFUSED  # the kubelet's error in the body: not an end
             self._cut = code != 0
+            self._ended_at = self._clock()
             with self._lock:
                 self._stream = None
                 if self._stopped:
@@ -632,9 +652,10 @@ class LogFollower:
         last = f"line {gap.lines_before}" + (" (in part)" if gap.partial else "")
         after = gap.after_timestamp.decode("ascii", "replace")
         upto = gap.next_timestamp.decode("ascii", "replace")
+        span = f"between {after} and {upto}" if upto else f"after {after}"
         lost = (
             f"output lost after {last}, byte {gap.bytes_before}: the node's log of pod "
-            f"{self._pod} no longer holds what the container wrote between {after} and {upto}"
+            f"{self._pod} no longer holds what the container wrote {span}"
         )
         if self.lost is None:  # not under _lock: _connect may hold it while this runs
             self.lost = lost

@@ -18,9 +18,11 @@ b"" about once a second so the server can notice a client that went away.
 
 Two scenario options (read by the kubelet, `configure`) play what the real kubelet does:
 
-- `log_rotate_bytes: N`: the kubelet's log rotation (containerLogMaxSize, 10 MiB by default;
-  the real one checks every 10 s, kubesim as each record arrives). Once the current file holds
-  more than N content bytes, it is rotated: what it holds is no longer served to a new reader
+- `log_rotate_bytes: N`, `log_rotate_seconds: S` (default 10): the kubelet's log rotation
+  (containerLogMaxSize, 10 MiB by default, counted there in CRI lines of about 40 bytes more
+  than the content; checked every containerLogMonitorInterval, 10 s). Once the current file
+  holds more than N content bytes and S seconds have passed since the last rotation, it is
+  rotated as the next record arrives: what it holds is no longer served to a new reader
   (`kubectl logs`, a resumed follow), only the new file is. A follower that was reading the
   rotated file reads it to its end, then its stream ends cleanly: the real kubelet v1.34 ends
   a follow at a rotation now and then (and otherwise turns to the new file), seen on the real
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -117,6 +120,7 @@ class _Stream:
     file_bytes: int = 0  # content bytes in the current file
     rotations: list[int] = field(default_factory=list)  # each rotated file's end
     early_ends: int = 0  # follow streams ended early (log_follow_end_after_bytes)
+    rotated_at: float = field(default_factory=time.monotonic)  # the container's start, at first
 
     def moments(self) -> list[datetime]:
         return [r.moment for r in self.records]
@@ -134,6 +138,7 @@ class LogBook:
         self._cut_each: tuple[int, int] | None = None  # (after bytes, times per container)
         self._cuts_of_removed: list[int] = []  # the cut counts of deleted pods' containers
         self._rotate_bytes: int | None = None
+        self._rotate_seconds = 10.0
         self._early_end: tuple[int, int] | None = None  # (after bytes, times per container)
 
     def configure(self, options: dict[str, object]) -> None:
@@ -143,6 +148,7 @@ class LogBook:
         times = options.get("log_follow_end_times", 1)
         with self._cond:
             self._rotate_bytes = int(str(rotate)) if rotate else None
+            self._rotate_seconds = float(str(options.get("log_rotate_seconds", 10)))
             self._early_end = (int(str(after)), int(str(times))) if after else None
 
     def _stream(self, key: Key) -> _Stream:
@@ -166,7 +172,9 @@ class LogBook:
                 or len(stream.records) == stream.file_start
             stream.records.append(_Record(timestamp, moment, data, starts))
             stream.file_bytes += len(data)
-            if self._rotate_bytes is not None and stream.file_bytes > self._rotate_bytes:
+            if self._rotate_bytes is not None and stream.file_bytes > self._rotate_bytes \
+                    and time.monotonic() - stream.rotated_at >= self._rotate_seconds:
+                stream.rotated_at = time.monotonic()
                 stream.file_start = len(stream.records)
                 stream.rotations.append(stream.file_start)
                 stream.file_bytes = 0
