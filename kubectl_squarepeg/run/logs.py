@@ -18,9 +18,27 @@ stream dropped mid-line. In the replay it drops every line of an earlier second,
 that second it has already counted (identical timestamps are just more lines in the count),
 and of the last one only the bytes already written. Lines are counted per second rather than
 matched by exact timestamp because the order of lines is what the log keeps; timestamps
-within a second need not be increasing. A line whose prefix is not a timestamp is passed
-through whole and does not move the resume point: it cannot be deduplicated, but it is never
-lost.
+within a second need not be increasing. A line whose prefix is not a timestamp is not the
+container's: the kubelet writes every log line with one, and its own error into a body it
+has begun with status 200 (`failed to try resolving symlinks in path ".../0.log"`, kubectl
+exiting 0), so such text is never written: the stream counts as failed with it as the reason.
+
+Complete (docs/decisions/0120). A clean end of the stream proves nothing: the real kubelet
+ends a follow cleanly at a log rotation, with the container still writing or not. So once
+the container has ended (`finish()`), every request is a plain read (no follow) from the
+resume point, repeated until one brings nothing new; only that ends the follower.
+
+Rotation. The kubelet renames a container's log file once it exceeds containerLogMaxSize
+(10 MiB of CRI log by default, about 40 bytes a line more than the output), looking every
+10 s, and serves only the current file. A resume whose replay shows the log beginning after
+the resume point's line (its first line of the resume second is later, or nothing at all
+comes) met a rotation. After a clean end within ROTATION_CHECK_SECONDS, that is the
+continuation: the kubelet turns to the next file only at the end of the one it read. After
+a cut (or long after), what the stream did not deliver of the rotated file is gone: the
+follower says where on stderr (line and byte of the output) and sets `lost`, and the runner
+exits 125 unless --keep. What was rotated before the first request, and what containerd
+wrote in the instant between the kubelet's rename and its reopen, cannot be seen missing
+through the API.
 """
 
 from __future__ import annotations

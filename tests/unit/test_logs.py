@@ -582,6 +582,7 @@ def test_a_stdout_that_fails_otherwise_is_reported() -> None:
 def test_a_stream_that_stayed_up_counts_as_progress() -> None:
     ticks = iter(range(0, 10000, 20))  # every look at the clock: 20 s later
     scripts = [Script([], 1, EOF_ERROR) for _ in range(7)] + [Script([render(SAMPLE)], 0)]
+    scripts += [Script([render(SAMPLE, LAST)], 0)]  # the plain read: the last second again
     fake = FakeKubectl(scripts)
     out, err = io.BytesIO(), io.StringIO()
     steady = Backoff(attempts=5, first_seconds=0.001, max_seconds=0.001, stable_seconds=10)
