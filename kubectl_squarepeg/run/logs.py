@@ -568,8 +568,11 @@ class LogFollower:
                 refusal = self._decoder.take_refusal()
             if refusal is not None and code == 0:
                 code = _REFUSED  # the kubelet's error in the body: not an end
-            self._cut = code != 0
-            self._ended_at = self._clock()
+            if self._written > written:
+                # Only a stream that brought output tells where the kubelet's reader of the
+                # older file stopped: a refused or empty request does not change it.
+                self._cut = code != 0
+                self._ended_at = self._clock()
             with self._lock:
                 self._stream = None
                 if self._stopped:
