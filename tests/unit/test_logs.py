@@ -729,3 +729,30 @@ def test_a_clean_end_inside_a_timestamp_is_a_cut_not_a_refusal() -> None:
     assert decoder.feed(render(SAMPLE[:1]) + ts(0, 2)[:15]) == b"first line\n"
     assert decoder.end() == b""
     assert decoder.take_refusal() is None
+
+
+def test_the_kubelets_error_after_a_cut_is_not_a_rotation() -> None:
+    # A body with only the kubelet's error is no answer: it says nothing of a rotation.
+    logs, _fake, out, err = follower([
+        Script([render(SAMPLE)], 1, EOF_ERROR),
+        Script([KUBELET_ERROR], 0),
+        Script([render(SAMPLE, LAST)], 0),
+    ])
+    logs.finish(0)
+    logs.start()
+    assert logs.join(5.0) is True
+    assert (out.getvalue(), logs.lost) == (content(SAMPLE), None)
+    assert "output lost" not in err.getvalue()
+
+
+def test_a_big_replay_of_a_busy_second_skips_what_was_written_and_nothing_more() -> None:
+    busy = [(ts(5, n), b"%06d\n" % n) for n in range(40000)] + [(ts(6, 0), b"next\n")]
+    data = render(busy)
+    for cut in (len(render(busy[:1])), len(data) // 3, len(data) // 2 + 7, len(data) - 20):
+        decoder = LogDecoder()
+        first = decoder.feed(data[:cut])
+        decoder.restart()
+        again = render(busy, "2026-12-02T19:00:05Z")
+        rest = b"".join(decoder.feed(again[i : i + 65536]) for i in range(0, len(again), 65536))
+        assert first + rest == content(busy), cut
+        assert decoder.take_gap() is None
