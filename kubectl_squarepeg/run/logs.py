@@ -762,8 +762,8 @@ class LogFollower:
             self.error = reason
             if self.lost is None:
                 self.lost = (
-                    f"the output is incomplete after byte {self._written}: the log stream "
-                    f"of pod {self._pod} was lost ({reason})"
+                    f"the output may be incomplete after byte {self._written}: the log "
+                    f"stream of pod {self._pod} was lost ({reason})"
                 )
         self._console.warn(
             f"lost the log stream of pod {self._pod} ({reason}); its output may be "
