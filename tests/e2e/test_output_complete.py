@@ -114,7 +114,7 @@ def test_kubesim_serves_only_the_current_file(kubesim_factory: Any) -> None:
     try:
         def done() -> bool:
             phase = sim.kubectl("get", "pod", "rot", "-o", "jsonpath={.status.phase}")
-            return phase.stdout == b"Succeeded"
+            return bool(phase.stdout == b"Succeeded")
 
         wait_until(done, 30, "the pod to succeed")
         served = sim.kubectl("logs", "rot").stdout
