@@ -571,7 +571,13 @@ def watch_request(
 
 
 def log_request(
-    namespace: str, pod: str, container: str, since: str | None, *, follow: bool = True
+    namespace: str,
+    pod: str,
+    container: str,
+    since: str | None,
+    *,
+    follow: bool = True,
+    tail: int | None = None,
 ) -> str:
     """The log endpoint's request for a follow stream with timestamps, from `since` (RFC
     3339, whole seconds) when given: what `kubectl logs -f --timestamps [--since-time]`
@@ -586,6 +592,8 @@ def log_request(
     query = {"container": container, "follow": "true" if follow else "false", "timestamps": "true"}
     if since is not None:
         query["sinceTime"] = since
+    if tail is not None:
+        query["tailLines"] = str(tail)
     pod_path = urllib.parse.quote(pod, safe="")
     return f"{_collection(namespace, 'pods')}/{pod_path}/log?{urllib.parse.urlencode(query)}"
 

@@ -76,6 +76,10 @@ READ_BYTES = 128 * 1024
 # it rotates a container's log at most once in that time: a resume within it meets at most
 # the one rotation that ended the stream before (see "Rotation").
 ROTATION_CHECK_SECONDS = 10.0
+# The cheap check at the end compares a last line of at most this many bytes, and waits
+# this long for its answer.
+_PROBE_LINE_BYTES = 64 * 1024
+_PROBE_SECONDS = 10.0
 # How much of a text without timestamps (the kubelet's error, take_refusal) is kept.
 _REFUSAL_BYTES = 1000
 # kubectl's complaints that another attempt cannot fix.
@@ -521,6 +525,7 @@ class LogFollower:
         self._cut = False  # the last stream failed rather than ended (LogDecoder.restart)
         self._ended_at = clock()  # when the last stream ended
         self._written = 0
+        self._tail = b""  # the end of what was written: its last line, for the cheap check
         self._write_failure: Exception | None = None
         self._thread = threading.Thread(target=self._follow, name=f"logs-{pod}", daemon=True)
 
@@ -586,12 +591,17 @@ class LogFollower:
 
     def _follow(self) -> None:
         attempt = 0
+        probed = False
         while True:
             began, written = self._clock(), self._written
             with self._lock:
                 # Once the container has ended, every request is a plain read of what the
                 # log holds from the resume point (see "Complete" in the module docstring).
                 checking = self._finished
+            if checking and not probed and not self._cut and self._written:
+                probed = True  # once: its answer is only a shortcut
+                if self._last_line_is_the_logs():
+                    return
             # A rotation found by a resume long after a clean end may be a second one.
             quiet = self._clock() - self._ended_at
             stream = self._connect(
@@ -737,6 +747,38 @@ class LogFollower:
             self._write_failure = exc
             return
         self._written += len(data)
+        self._tail = (self._tail + data)[-_PROBE_LINE_BYTES:]
+
+    def _last_line_is_the_logs(self) -> bool:
+        """The cheap check (docs/decisions/0120): whether the log's last line (`tailLines=1`)
+        is the last line written, by its timestamp, to the nanosecond as the kubelet stamps
+        every line, and its content. False when it cannot tell: then the plain read from
+        the resume point decides."""
+        resume = self._decoder.resume
+        last = self._tail
+        if not resume.timestamp or resume.partial is not None or not last.endswith(b"\n"):
+            return False
+        start = last.rfind(b"\n", 0, len(last) - 1) + 1
+        if start == 0 and len(last) == _PROBE_LINE_BYTES:
+            return False  # a longer line than the tail kept
+        answer: list[bytes] = []
+        namespace = self._target.namespace or kubectl.DEFAULT_NAMESPACE
+        request = kubectl.log_request(
+            namespace, self._pod, self._container, None, follow=False, tail=1
+        )
+        try:
+            probe = self._start(["get", "--raw", request], answer.append)
+        except (SquarepegError, OSError):
+            return False
+        with self._lock:
+            self._stream = probe  # stop() ends it too
+        code = probe.wait(_PROBE_SECONDS)
+        with self._lock:
+            self._stream = None
+        if code is None:
+            probe.terminate()
+            return False
+        return code == 0 and b"".join(answer) == resume.timestamp + b" " + last[start:]
 
     def _suspend(self, reason: str | None) -> bool:
         """Wait for the container's end before trying again (see the class docstring);

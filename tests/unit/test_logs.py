@@ -284,12 +284,19 @@ class FakeStream:
 class FakeKubectl:
     """Stands in for kubectl.start: each connect plays the next script."""
 
-    def __init__(self, scripts: list[Script]) -> None:
+    def __init__(self, scripts: list[Script], last_line: bytes = b"") -> None:
         self.scripts = scripts
         self.calls: list[list[str]] = []
         self.streams: list[FakeStream] = []
+        self.last_line = last_line  # the answer to the cheap check (tailLines=1)
+        self.probes = 0
 
     def __call__(self, args: Sequence[str], on_stdout: Callable[[bytes], None]) -> FakeStream:
+        if "tailLines=1" in args[-1]:
+            self.probes += 1
+            if self.last_line:
+                on_stdout(self.last_line)
+            return FakeStream(Script(code=0))
         self.calls.append(list(args))
         if self.scripts:
             script = self.scripts.pop(0)
@@ -756,3 +763,27 @@ def test_a_big_replay_of_a_busy_second_skips_what_was_written_and_nothing_more()
         rest = b"".join(decoder.feed(again[i : i + 65536]) for i in range(0, len(again), 65536))
         assert first + rest == content(busy), cut
         assert decoder.take_gap() is None
+
+
+def test_the_log_ending_with_the_last_line_written_needs_no_plain_read() -> None:
+    data = render(SAMPLE[:-1])  # ends with a whole line
+    logs, fake, out, _ = follower([Script([data], 0)])
+    fake.last_line = render(SAMPLE[-2:-1])
+    logs.finish(0)
+    logs.start()
+    assert logs.join(5.0) is True
+    assert out.getvalue() == content(SAMPLE[:-1])
+    assert (fake.calls, fake.probes) == ([[*BASE[:2], BASE[2].replace("true&", "false&", 1)]], 1)
+
+
+def test_a_log_that_ends_otherwise_gets_the_plain_read() -> None:
+    data = render(SAMPLE[:-1])
+    cut = data.index(ts(1, 7))  # a whole line last: a probe can tell
+    logs, fake, out, _ = follower([Script([data[:cut]], 0), Script([data], 0)])
+    fake.last_line = render(SAMPLE[-2:-1])  # a later line than the last one written
+    logs.finish(0)
+    logs.start()
+    assert logs.join(5.0) is True
+    assert out.getvalue() == content(SAMPLE[:-1])
+    assert fake.probes == 1
+    assert fake.calls[1] == checked("2026-12-02T19:00:01Z")
