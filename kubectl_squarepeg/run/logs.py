@@ -756,9 +756,16 @@ class LogFollower:
         the resume point decides."""
         resume = self._decoder.resume
         last = self._tail
-        if not resume.timestamp or resume.partial is not None or not last.endswith(b"\n"):
+        if not resume.timestamp or not last:
             return False
-        start = last.rfind(b"\n", 0, len(last) - 1) + 1
+        if resume.partial is None:
+            if not last.endswith(b"\n"):
+                return False
+            start = last.rfind(b"\n", 0, len(last) - 1) + 1
+        else:  # a last line without its newline (`head -c`): it must be all of the line
+            start = last.rfind(b"\n") + 1
+            if len(last) - start != resume.partial:
+                return False
         if start == 0 and len(last) == _PROBE_LINE_BYTES:
             return False  # a longer line than the tail kept
         answer: list[bytes] = []

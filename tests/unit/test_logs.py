@@ -787,3 +787,13 @@ def test_a_log_that_ends_otherwise_gets_the_plain_read() -> None:
     assert out.getvalue() == content(SAMPLE[:-1])
     assert fake.probes == 1
     assert fake.calls[1] == checked("2026-12-02T19:00:01Z")
+
+
+def test_a_last_line_without_newline_can_be_the_logs_last_line() -> None:
+    logs, fake, out, _ = follower([Script([render(SAMPLE)], 0)])
+    fake.last_line = render(SAMPLE[-1:])  # "no final newline", as the log ends
+    logs.finish(0)
+    logs.start()
+    assert logs.join(5.0) is True
+    assert out.getvalue() == content(SAMPLE)
+    assert (len(fake.calls), fake.probes) == (1, 1)
