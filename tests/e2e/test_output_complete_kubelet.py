@@ -6,8 +6,8 @@ code, or with the loss said on stderr and a non-zero exit. Never a short output 
 The real kubelet node only (`LOCALKUBE_NODE=kubelet ... --cluster localkube`): its log
 rotation and its follow streams' early ends are the subject. kubesim's stand-ins are tested
 by test_output_complete.py. Measured here (4 December 2026, a 2-core machine shared with
-other test runs): 13 runs of `seq 1 700000` in 285 s (about 22 s each: 20 runs about 7.5
-min), 10 runs of 32 MB of base64 in 132 s."""
+other test runs): 20 runs of `seq 1 700000` in 347 s (13 runs took 285 s in a busier
+moment), 10 runs of 32 MB of base64 in 132 s."""
 
 from __future__ import annotations
 
