@@ -570,10 +570,18 @@ def watch_request(
     return f"{_collection(namespace, 'pods')}?{urllib.parse.urlencode(query)}"
 
 
-def log_request(namespace: str, pod: str, container: str, since: str | None) -> str:
+def log_request(
+    namespace: str,
+    pod: str,
+    container: str,
+    since: str | None,
+    *,
+    follow: bool = True,
+    tail: int | None = None,
+) -> str:
     """The log endpoint's request for a follow stream with timestamps, from `since` (RFC
     3339, whole seconds) when given: what `kubectl logs -f --timestamps [--since-time]`
-    sends, for `kubectl get --raw`.
+    sends, for `kubectl get --raw`. `follow=False`: what is in the log now, then the end.
 
     Why not `kubectl logs` itself: it writes its stdout a line at a time (a write call per
     line), so a chatty container's output crawls through it (100 MB of 64-byte lines: about
@@ -581,9 +589,11 @@ def log_request(namespace: str, pod: str, container: str, since: str | None) -> 
     has arrived), and it first GETs the pod, a round trip before the first byte.
     docs/decisions/0024.
     """
-    query = {"container": container, "follow": "true", "timestamps": "true"}
+    query = {"container": container, "follow": "true" if follow else "false", "timestamps": "true"}
     if since is not None:
         query["sinceTime"] = since
+    if tail is not None:
+        query["tailLines"] = str(tail)
     pod_path = urllib.parse.quote(pod, safe="")
     return f"{_collection(namespace, 'pods')}/{pod_path}/log?{urllib.parse.urlencode(query)}"
 

@@ -18,9 +18,27 @@ stream dropped mid-line. In the replay it drops every line of an earlier second,
 that second it has already counted (identical timestamps are just more lines in the count),
 and of the last one only the bytes already written. Lines are counted per second rather than
 matched by exact timestamp because the order of lines is what the log keeps; timestamps
-within a second need not be increasing. A line whose prefix is not a timestamp is passed
-through whole and does not move the resume point: it cannot be deduplicated, but it is never
-lost.
+within a second need not be increasing. A line whose prefix is not a timestamp is not the
+container's: the kubelet writes every log line with one, and its own error into a body it
+has begun with status 200 (`failed to try resolving symlinks in path ".../0.log"`, kubectl
+exiting 0), so such text is never written: the stream counts as failed with it as the reason.
+
+Complete (docs/decisions/0120). A clean end of the stream proves nothing: the real kubelet
+ends a follow cleanly at a log rotation, with the container still writing or not. So once
+the container has ended (`finish()`), every request is a plain read (no follow) from the
+resume point, repeated until one brings nothing new; only that ends the follower.
+
+Rotation. The kubelet renames a container's log file once it exceeds containerLogMaxSize
+(10 MiB of CRI log by default, about 40 bytes a line more than the output), looking every
+10 s, and serves only the current file. A resume whose replay shows the log beginning after
+the resume point's line (its first line of the resume second is later, or nothing at all
+comes) met a rotation. After a clean end within ROTATION_CHECK_SECONDS, that is the
+continuation: the kubelet turns to the next file only at the end of the one it read. After
+a cut (or long after), what the stream did not deliver of the rotated file is gone: the
+follower says where on stderr (line and byte of the output) and sets `lost`, and the runner
+exits 125 unless --keep. What was rotated before the first request, and what containerd
+wrote in the instant between the kubelet's rename and its reopen, cannot be seen missing
+through the API.
 """
 
 from __future__ import annotations
@@ -48,21 +66,49 @@ _SKIP_ALL = -1
 # newline rather than `^` lets the regex engine skip from one newline to the next: twice as
 # fast over a large block.
 _STAMP_AFTER_NEWLINE = re.compile(rb"\n\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z ")
-# The first bytes of a timestamp as the kubelet writes it, cut anywhere (LogDecoder.end).
-_STAMP_START = re.compile(
-    rb"\d{1,4}|\d{4}-(\d\d?(-(\d\d?(T(\d\d?(:(\d\d?(:(\d\d?(\.\d{0,9}Z?|Z)?)?)?)?)?)?)?)?)?)?"
-)
+# What a stream cut inside a timestamp leaves held back.
+_TIMESTAMP_START = re.compile(rb"[0-9TZ:.+-]{1,39}")
 # Chunks smaller than this go line by line: the bulk path's bookkeeping would not pay.
 _BULK_MIN_BYTES = 4096
 # A pipe holds 64 KiB; reading more at once lets a fast stream arrive in fewer, larger chunks.
 READ_BYTES = 128 * 1024
+# The kubelet looks at log sizes this often (containerLogMonitorInterval, default 10 s), so
+# it rotates a container's log at most once in that time: a resume within it meets at most
+# the one rotation that ended the stream before (see "Rotation").
+ROTATION_CHECK_SECONDS = 10.0
+# The cheap check at the end compares a last line of at most this many bytes, and waits
+# this long for its answer.
+_PROBE_LINE_BYTES = 64 * 1024
+_PROBE_SECONDS = 10.0
+# How much of a text without timestamps (the kubelet's error, take_refusal) is kept.
+_REFUSAL_BYTES = 1000
 # kubectl's complaints that another attempt cannot fix.
 _FINAL = ("forbidden", "unauthorized", "must be logged in", "not found")
+
+
+def _nanos(stamp: bytes) -> bytes:
+    """A timestamp with nine fraction digits, so that two compare as bytes (RFC3339Nano
+    drops trailing zeros)."""
+    dot = stamp.find(b".", _SECOND)
+    fraction = stamp[dot + 1 : -1] if dot >= 0 else b""
+    return stamp[:_SECOND] + b"." + fraction.ljust(9, b"0")
 
 
 def _is_timestamp(text: bytes) -> bool:
     # A cheap shape check, done for every line: the date/time separator and UTC's Z.
     return len(text) > _SECOND and text[10:11] == b"T" and text[-1:] == b"Z"
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Where a resumed stream showed that the log no longer holds what came after the resume
+    point: the lines between it and `next_timestamp` were rotated away unread."""
+
+    lines_before: int  # lines of output begun before the gap (the last may be partial)
+    bytes_before: int  # content bytes written before the gap
+    partial: bool  # the last line before the gap arrived only in part
+    after_timestamp: bytes  # of the last line written before the gap
+    next_timestamp: bytes  # of the first line after it
 
 
 @dataclass(frozen=True)
@@ -100,13 +146,38 @@ class LogDecoder:
         self._skip = 0  # content bytes of this line to drop; _SKIP_ALL: the whole line
         self._replay: ResumePoint | None = None  # the overlap still to drop, if replaying
         self._replayed = 0  # lines seen in the replay within the resume second
+        self._lines = 0  # lines of output begun (written at least in part)
+        self._emitted = 0  # content bytes returned by feed and end
+        self._gap: Gap | None = None  # found by the replay, until take_gap()
+        self._gap_found = False  # set by _written_before for _begin_replayed
+        self._after_cut = False  # the stream before this one failed (see restart)
+        self._refusal = b""  # text without a timestamp: the server's, see take_refusal
+        self._refusing = False  # inside such a line
 
     @property
     def resume(self) -> ResumePoint:
         return ResumePoint(self._stamp, self._count, self._partial)
 
-    def restart(self) -> None:
-        """A new stream begins: forget a cut-off line, and drop what it replays."""
+    @property
+    def lines(self) -> int:
+        """Lines of output begun so far (the last one may be partial)."""
+        return self._lines
+
+    @property
+    def emitted(self) -> int:
+        """Content bytes returned so far."""
+        return self._emitted
+
+    def take_gap(self) -> Gap | None:
+        """The gap the last `feed` found, once (see Gap)."""
+        gap, self._gap = self._gap, None
+        return gap
+
+    def restart(self, *, after_cut: bool = False) -> None:
+        """A new stream begins: forget a cut-off line, and drop what it replays. `after_cut`:
+        the stream before it failed rather than ended (see "Rotation")."""
+        self._after_cut = after_cut
+        self._refusal, self._refusing = b"", False
         self._prefix = b""
         self._in_line = self._counted = False
         self._skip = 0
@@ -115,6 +186,13 @@ class LogDecoder:
 
     def feed(self, chunk: bytes) -> bytes:
         """The content bytes of `chunk` that have not been written before."""
+        out = self._feed(chunk)
+        self._emitted += len(out)
+        return out
+
+    def _feed(self, chunk: bytes) -> bytes:
+        if self._replay is not None and len(chunk) >= _BULK_MIN_BYTES:
+            return self._feed_replay(chunk)
         if self._replay is not None or len(chunk) < _BULK_MIN_BYTES:
             return self._feed_lines(chunk)
         # Line by line up to the first line start, and the unfinished last line; the whole
@@ -132,6 +210,45 @@ class LogDecoder:
             out.append(bulk if bulk is not None else self._feed_lines(whole))
         out.append(self._feed_lines(chunk[tail_start:]))
         return b"".join(out)
+
+    def _feed_replay(self, chunk: bytes) -> bytes:
+        """A big chunk of a replay: its first line (the rotation check) and any unfinished
+        line one by one, then the lines of the resume second already written skipped at C
+        speed (the plain read after the end replays that whole second: 30 MB of `yes`)."""
+        out: list[bytes] = []
+        pos = 0
+        while self._replay is not None and (self._replayed == 0 or self._in_line or self._prefix):
+            newline = chunk.find(b"\n", pos)
+            if newline < 0:
+                out.append(self._feed_lines(chunk[pos:]))
+                return b"".join(out)
+            out.append(self._feed_lines(chunk[pos : newline + 1]))
+            pos = newline + 1
+        if self._replay is not None:
+            pos = self._skip_replayed(chunk, pos, self._replay)
+        rest = chunk[pos:]
+        if rest:
+            out.append(self._feed_lines(rest) if self._replay is not None else self._feed(rest))
+        return b"".join(out)
+
+    def _skip_replayed(self, chunk: bytes, pos: int, replay: ResumePoint) -> int:
+        """Past the whole lines from `pos` that are of the resume second and before its last
+        written line (that one is checked line by line); `pos` when they are not so."""
+        skippable = replay.lines_in_second - 1 - self._replayed
+        end = chunk.rfind(b"\n") + 1
+        if skippable <= 0 or end <= pos:
+            return pos
+        whole = chunk[pos:end]
+        lines = whole.count(b"\n")
+        if lines > skippable:
+            whole = whole[: len(whole) - len(whole.split(b"\n", skippable)[-1])]
+            lines = skippable
+        second = replay.second
+        if not whole.startswith(second) or whole.count(b"\n" + second) != lines - 1:
+            return pos
+        self._replayed += lines
+        self._counted = False
+        return pos + len(whole)
 
     def _bulk(self, whole: bytes) -> bytes | None:
         """Whole lines, each with a timestamp, at C speed rather than line by line (a fast
@@ -153,6 +270,7 @@ class LogDecoder:
         if first == 0 and second == self._stamp[:_SECOND]:
             in_second += self._count
         self._stamp, self._count, self._partial = stamp, in_second, None
+        self._lines += lines
         self._in_line = self._counted = False
         return content
 
@@ -182,62 +300,109 @@ class LogDecoder:
             stamp = self._prefix + chunk[pos:space] if self._prefix else chunk[pos:space]
             self._prefix = b""
             pos = space + 1
-            if _is_timestamp(stamp):
-                self._begin_line(stamp)
-            else:
+            if not _is_timestamp(stamp):
                 self._untimestamped(stamp + b" ", out)
+            elif self._replay is not None:
+                self._begin_replayed(stamp, out)
+            else:
+                self._begin_line(stamp)
         return b"".join(out)
 
     def end(self) -> bytes:
-        """The stream ended cleanly: a line start still held back was content after all,
-        unless it is the beginning of a timestamp. A clean end is not always the container's:
-        the real API server ends a stream cleanly when its node's end breaks, possibly inside
-        a line's timestamp, and the kubelet writes a line's stamp and space before any of its
-        content, so such a fragment holds none; the resumed stream replays that line."""
-        held, self._prefix = self._prefix, b""
-        return b"" if _STAMP_START.fullmatch(held) else held
+        """The stream ended cleanly: a line start still held back is never output: the start
+        of a timestamp (the stream was cut inside it; the resume reads it again), or else the
+        server's words (see take_refusal). Returns b""."""
+        if self._prefix and not _TIMESTAMP_START.fullmatch(self._prefix):
+            self._refusal += self._prefix[:_REFUSAL_BYTES]
+        self._prefix = b""
+        replay = self._replay
+        if replay is not None and self._replayed == 0 and self._after_cut and not self._refusal:
+            # Not even the resume point's own line: the log's file is a newer one, empty
+            # so far (rotated after the last write), and the rest of the older one is gone.
+            self._replay = None
+            self._gap = Gap(self._lines, self._emitted, self._partial is not None,
+                            replay.timestamp, b"")
+        return b""
+
+    def take_refusal(self) -> str | None:
+        """Text of the stream that was not a log line (no timestamp), once: the kubelet's
+        error, which it writes into a body it has begun with status 200 (the real node:
+        `failed to try resolving symlinks in path ".../0.log": ... no such file or
+        directory`, with kubectl exiting 0)."""
+        text, self._refusal = self._refusal, b""
+        return " ".join(text.decode("utf-8", "replace").split()) or None if text else None
 
     def _untimestamped(self, head: bytes, out: list[bytes]) -> None:
         self._prefix = b""
         self._in_line = True
         self._counted = False
-        self._skip = 0
-        if head:
-            out.append(head)
+        self._skip = _SKIP_ALL
+        self._refusing = True
+        self._refusal += head[:_REFUSAL_BYTES]
 
     def _begin_line(self, stamp: bytes) -> None:
         self._in_line = True
-        second = stamp[:_SECOND]
-        if self._replay is not None:
-            written = self._written_before(self._replay, second)
-            if written is not None:
-                self._skip = written
-                return
         self._counted = True
+        self._lines += 1
+        second = stamp[:_SECOND]
         self._count = self._count + 1 if second == self._stamp[:_SECOND] else 1
         self._stamp = stamp
         self._partial = 0
 
-    def _written_before(self, replay: ResumePoint, second: bytes) -> int | None:
+    def _begin_replayed(self, stamp: bytes, out: list[bytes]) -> None:
+        """A line of a resumed stream: dropped, cut to what was not written, or new."""
+        replay = self._replay
+        assert replay is not None
+        self._gap_found = False
+        written = self._written_before(replay, stamp)
+        if written is not None:
+            self._in_line = True
+            self._skip = written
+            return
+        if self._gap_found:
+            self._gap = Gap(
+                lines_before=self._lines,
+                bytes_before=self._emitted + sum(map(len, out)),
+                partial=self._partial is not None,
+                after_timestamp=replay.timestamp,
+                next_timestamp=stamp,
+            )
+        self._begin_line(stamp)
+
+    def _written_before(self, replay: ResumePoint, stamp: bytes) -> int | None:
         """How much of a replayed line was written already: _SKIP_ALL (all of it), N content
         bytes (the line the drop cut, which the resume point goes on counting), or None
-        (a new line: the replay is over)."""
+        (a new line: the replay is over). Sets `_gap_found` when the log no longer holds
+        what followed the resume point (see "Rotation" in the module docstring)."""
+        second = stamp[:_SECOND]
         if second < replay.second:
             self._counted = False
             return _SKIP_ALL
-        if second == replay.second:
-            index = self._replayed
-            self._replayed += 1
-            last = replay.lines_in_second - 1
-            if index < last or (index == last and replay.partial is None):
-                self._counted = False
-                return _SKIP_ALL
-            if index == last:
-                self._replay = None
-                self._counted = True
-                return replay.partial
+        index = self._replayed
+        self._replayed += 1
+        if index == 0 and (second > replay.second or _nanos(stamp) > _nanos(replay.timestamp)):
+            # The log now begins after the resume point's line: its file was rotated. After a
+            # clean end the kubelet had read that file to its end (it only turns to the next
+            # file there), so this is the continuation; after a cut, what the stream did not
+            # deliver of the rotated file is gone.
+            self._replay = None
+            self._gap_found = self._after_cut
+            return None
+        last = replay.lines_in_second - 1
+        if second == replay.second and index < last:
+            self._counted = False
+            return _SKIP_ALL
         self._replay = None
-        return None
+        if second > replay.second or stamp != replay.timestamp:
+            # The log began before the resume point's line but that line is not where it
+            # was: it cannot be told apart from what followed it, which may be lost.
+            self._gap_found = True
+            return None
+        if replay.partial is None:
+            self._counted = False
+            return _SKIP_ALL
+        self._counted = True
+        return replay.partial
 
     def _wrote(self, size: int, ends_line: bool) -> None:
         if ends_line:
@@ -247,9 +412,12 @@ class LogDecoder:
 
     def _drop_replayed(self, piece: bytes, ends_line: bool, out: list[bytes]) -> None:
         if self._skip == _SKIP_ALL:
+            if self._refusing and len(self._refusal) < _REFUSAL_BYTES:
+                self._refusal += piece[: _REFUSAL_BYTES - len(self._refusal)]
             if ends_line:
                 self._in_line = False
                 self._skip = 0
+                self._refusing = False
             return
         dropped = min(self._skip, len(piece))
         self._skip = 0 if ends_line else self._skip - dropped
@@ -339,6 +507,9 @@ class LogFollower:
         self._logs_command = logs_command or Commands(target).logs("Pod", pod, container)
         self.gave_up = False
         self.error: str | None = None
+        # What the output is missing, for the runner's exit code: a gap in the middle, or the
+        # rest after the follower gave up; None while it is complete so far.
+        self.lost: str | None = None
         self.reader_gone = False
         self._suspended: str | None = None  # why the reconnects were used up, until finish()
         self._last_failure: str | None = None  # the last drop's reason, for the deadline's word
@@ -351,7 +522,10 @@ class LogFollower:
         self._stopped = False
         self._finished = False
         self._stream: Stream | None = None
+        self._cut = False  # the last stream failed rather than ended (LogDecoder.restart)
+        self._ended_at = clock()  # when the last stream ended
         self._written = 0
+        self._tail = b""  # the end of what was written: its last line, for the cheap check
         self._write_failure: Exception | None = None
         self._thread = threading.Thread(target=self._follow, name=f"logs-{pod}", daemon=True)
 
@@ -417,30 +591,60 @@ class LogFollower:
 
     def _follow(self) -> None:
         attempt = 0
+        probed = False
         while True:
             began, written = self._clock(), self._written
-            stream = self._connect()
+            with self._lock:
+                # Once the container has ended, every request is a plain read of what the
+                # log holds from the resume point (see "Complete" in the module docstring).
+                checking = self._finished
+            if checking and not probed and not self._cut and self._written:
+                probed = True  # once: its answer is only a shortcut
+                if self._last_line_is_the_logs():
+                    return
+            # A rotation found by a resume long after a clean end may be a second one.
+            quiet = self._clock() - self._ended_at
+            stream = self._connect(
+                follow=not checking, after_cut=self._cut or quiet >= ROTATION_CHECK_SECONDS
+            )
             if stream is None:
                 return
             code = self._wait(stream)
-            if code == 0:
-                with self._write_lock:
-                    self._write(self._decoder.end())
+            with self._write_lock:
+                if code == 0:
+                    self._decoder.end()
+                    gap = self._decoder.take_gap()
+                    if gap is not None:
+                        self._report_gap(gap)
+                refusal = self._decoder.take_refusal()
+            if refusal is not None and code == 0:
+                code = _REFUSED  # the kubelet's error in the body: not an end
+            if self._written > written:
+                # Only a stream that brought output tells where the kubelet's reader of the
+                # older file stopped: a refused or empty request does not change it.
+                self._cut = code != 0
+                self._ended_at = self._clock()
             with self._lock:
                 self._stream = None
-                if self._stopped or (code == 0 and self._finished):
-                    return  # stopped, or drained: the stream ended after the container did
+                if self._stopped:
+                    return
+                finished = self._finished
             if self._write_failure is not None:
                 if _is_reader_gone(self._write_failure):
                     self.reader_gone = True  # `| head`: what the reader wanted, it got
                 else:
                     self._give_up(f"cannot write to stdout ({self._write_failure})")
                 return
+            if code == 0 and checking and self._written == written:
+                return  # complete: the log holds nothing after what was written
+            if code == 0 and finished:
+                attempt = 0
+                continue  # a clean end proves nothing: read what the log holds now
             if self._written > written or self._clock() - began >= self._backoff.stable_seconds:
                 attempt = 0
             # A clean end before finish() is most likely the container's own end, seen
             # before the runner saw the pod's phase: wait for finish() instead of a retry.
-            reason = None if code == 0 else _reason(stream, code)
+            reason = None if code == 0 else refusal or _reason(stream, code)
             if reason is not None and not retryable(reason):
                 self._give_up(reason)
                 return
@@ -458,21 +662,22 @@ class LogFollower:
                     f"the log stream of pod {self._pod} dropped ({reason}); will retry in "
                     f"{delay:g}s ({self._attempt_words(attempt)})"
                 )
-            if self._pause(delay, ended_cleanly=reason is None):
-                return
+            self._pause(delay, ended_cleanly=reason is None)
 
     def _attempt_words(self, attempt: int) -> str:
         if attempt <= self._backoff.attempts:
             return f"attempt {attempt} of {self._backoff.attempts}"
         return f"attempt {attempt}; the container has ended: until the drain deadline"
 
-    def _connect(self) -> Stream | None:
+    def _connect(self, *, follow: bool, after_cut: bool) -> Stream | None:
         """Start the next log stream, resuming after what was written; None: stop."""
         with self._write_lock:
-            self._decoder.restart()
+            self._decoder.restart(after_cut=after_cut)
             since = self._decoder.resume.since_time()
         namespace = self._target.namespace or kubectl.DEFAULT_NAMESPACE
-        request = kubectl.log_request(namespace, self._pod, self._container, since)
+        request = kubectl.log_request(
+            namespace, self._pod, self._container, since, follow=follow
+        )
         args = ["get", "--raw", request]
         with self._lock:
             if self._stopped:
@@ -494,19 +699,43 @@ class LogFollower:
             if self._write_failure is not None:
                 stream.terminate()
 
-    def _pause(self, seconds: float, *, ended_cleanly: bool) -> bool:
-        """Wait before the next attempt; True if the follower is done instead."""
+    def _pause(self, seconds: float, *, ended_cleanly: bool) -> None:
+        """Wait before the next attempt; after a clean end, only until the container ends."""
         with self._changed:
             self._changed.wait_for(
                 lambda: self._stopped or (ended_cleanly and self._finished), seconds
             )
-            return self._stopped or (ended_cleanly and self._finished)
 
     def _deliver(self, chunk: bytes) -> None:
         """On the reader thread: decode a chunk and write the container's bytes at once."""
         with self._write_lock:
             if self._write_failure is None:
-                self._write(self._decoder.feed(chunk))
+                data = self._decoder.feed(chunk)
+                gap = self._decoder.take_gap()
+                if gap is None:
+                    self._write(data)
+                    return
+                cut = gap.bytes_before - (self._decoder.emitted - len(data))
+                self._write(data[:cut])
+                self._report_gap(gap)
+                self._write(data[cut:])
+
+    def _report_gap(self, gap: Gap) -> None:
+        last = f"line {gap.lines_before}" + (" (in part)" if gap.partial else "")
+        after = gap.after_timestamp.decode("ascii", "replace")
+        upto = gap.next_timestamp.decode("ascii", "replace")
+        span = f"between {after} and {upto}" if upto else f"after {after}"
+        lost = (
+            f"output lost after {last}, byte {gap.bytes_before}: the node's log of pod "
+            f"{self._pod} no longer holds what the container wrote {span}"
+        )
+        if self.lost is None:  # not under _lock: _connect may hold it while this runs
+            self.lost = lost
+        self._console.warn(
+            f"{lost} (the kubelet rotates a container's log file at containerLogMaxSize, "
+            "10 MiB by default, and the rotated part was not read in time); "
+            "the output after the gap follows"
+        )
 
     def _write(self, data: bytes) -> None:
         if not data:
@@ -518,6 +747,45 @@ class LogFollower:
             self._write_failure = exc
             return
         self._written += len(data)
+        self._tail = (self._tail + data)[-_PROBE_LINE_BYTES:]
+
+    def _last_line_is_the_logs(self) -> bool:
+        """The cheap check (docs/decisions/0120): whether the log's last line (`tailLines=1`)
+        is the last line written, by its timestamp, to the nanosecond as the kubelet stamps
+        every line, and its content. False when it cannot tell: then the plain read from
+        the resume point decides."""
+        resume = self._decoder.resume
+        last = self._tail
+        if not resume.timestamp or not last:
+            return False
+        if resume.partial is None:
+            if not last.endswith(b"\n"):
+                return False
+            start = last.rfind(b"\n", 0, len(last) - 1) + 1
+        else:  # a last line without its newline (`head -c`): it must be all of the line
+            start = last.rfind(b"\n") + 1
+            if len(last) - start != resume.partial:
+                return False
+        if start == 0 and len(last) == _PROBE_LINE_BYTES:
+            return False  # a longer line than the tail kept
+        answer: list[bytes] = []
+        namespace = self._target.namespace or kubectl.DEFAULT_NAMESPACE
+        request = kubectl.log_request(
+            namespace, self._pod, self._container, None, follow=False, tail=1
+        )
+        try:
+            probe = self._start(["get", "--raw", request], answer.append)
+        except (SquarepegError, OSError):
+            return False
+        with self._lock:
+            self._stream = probe  # stop() ends it too
+        code = probe.wait(_PROBE_SECONDS)
+        with self._lock:
+            self._stream = None
+        if code is None:
+            probe.terminate()
+            return False
+        return code == 0 and b"".join(answer) == resume.timestamp + b" " + last[start:]
 
     def _suspend(self, reason: str | None) -> bool:
         """Wait for the container's end before trying again (see the class docstring);
@@ -541,6 +809,11 @@ class LogFollower:
                 return
             self.gave_up = True
             self.error = reason
+            if self.lost is None:
+                self.lost = (
+                    f"the output may be incomplete after byte {self._written}: the log "
+                    f"stream of pod {self._pod} was lost ({reason})"
+                )
         self._console.warn(
             f"lost the log stream of pod {self._pod} ({reason}); its output may be "
             f"incomplete: see all of it with `{self._logs_command}`"
@@ -548,6 +821,7 @@ class LogFollower:
 
 
 _KEPT_ENDING = "the stream kept ending before the container did"
+_REFUSED = -1  # the exit code the follower gives a stream that carried the kubelet's error
 
 
 def _is_reader_gone(failure: Exception) -> bool:

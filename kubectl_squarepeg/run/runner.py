@@ -69,6 +69,7 @@ class Follower(Protocol):
     """What the runner needs of a log follower (logs.LogFollower)."""
 
     reader_gone: bool  # stdout was closed by its reader (`| head -1`)
+    lost: str | None  # what the output is missing, if anything (a gap, or the rest)
 
     def start(self) -> None: ...
     def stop(self) -> None: ...
@@ -427,7 +428,20 @@ class Run:
                 )
             if outcome.message:
                 self.console.warn(outcome.message)
+            self._refuse_a_gap(outcome.exit_code)
             return outcome.exit_code
+
+    def _refuse_a_gap(self, exit_code: int) -> None:
+        """Output known to be incomplete never ends with the container's code, which would
+        tell a script that all went well: exit 125, unless the user kept the pod (--keep),
+        who then gets the container's code and has been warned (docs/decisions/0120)."""
+        lost = self._logs.lost if self._logs is not None else None
+        if lost is None or self.plan.options.keep:
+            return
+        raise ClusterError(
+            f"{lost}; the container itself exited with code {exit_code}",
+            "--keep keeps the pod and returns the container's code over a gap in the output",
+        )
 
     def restore_terminal(self) -> None:
         """Give the user's terminal back as it was (-it made it raw), on the way out of an

@@ -67,6 +67,7 @@ class Kubelet:
                  recorder: EventRecorder, node_ips: dict[str, str]):
         self.store = store
         self.logbook = logbook
+        logbook.configure(scenario.options)  # log rotation and early ends (logbook.py)
         self.scenario = scenario
         self.recorder = recorder
         self.options = scenario.options

@@ -15,12 +15,29 @@ ending the chunked body, so kubectl prints `error: unexpected EOF`). `cut_each` 
 standing form of that fault: every container's follow streams, open now or later, are cut
 after so many bytes, until that container's have been cut so many times. An idle follower yields
 b"" about once a second so the server can notice a client that went away.
+
+Two scenario options (read by the kubelet, `configure`) play what the real kubelet does:
+
+- `log_rotate_bytes: N`, `log_rotate_seconds: S` (default 10): the kubelet's log rotation
+  (containerLogMaxSize, 10 MiB by default, counted there in CRI lines of about 40 bytes more
+  than the content; checked every containerLogMonitorInterval, 10 s). Once the current file
+  holds more than N content bytes and S seconds have passed since the last rotation, it is
+  rotated as the next record arrives: what it holds is no longer served to a new reader
+  (`kubectl logs`, a resumed follow), only the new file is. A follower that was reading the
+  rotated file reads it to its end, then its stream ends cleanly: the real kubelet v1.34 ends
+  a follow at a rotation now and then (and otherwise turns to the new file), seen on the real
+  node with `seq 1 700000` (its 4.8 MB of output are 33 MB of CRI log). A record that
+  follows a partial line starts a line of its own in the new file, with its timestamp.
+- `log_follow_end_after_bytes: N` with `log_follow_end_times: K` (default 1): each
+  container's first K follow streams end cleanly after N bytes, whether it still runs or
+  not: the early clean end the real node showed (docs/decisions/0120).
 """
 
 from __future__ import annotations
 
 import bisect
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -89,6 +106,8 @@ class _Follower:
     budget: int | None = None
     dropped: bool = False
     standing: bool = False  # its budget is cut_each's
+    end_budget: int | None = None  # bytes before it ends cleanly (log_follow_end_after_bytes)
+    file_start: int = 0  # the record where the file it reads begins (see rotation)
 
 
 @dataclass
@@ -97,6 +116,11 @@ class _Stream:
     ended: bool = False
     followers: list[_Follower] = field(default_factory=list)
     cuts: int = 0  # follow streams of this container cut by the standing fault (cut_each)
+    file_start: int = 0  # the current file's first record: those before were rotated
+    file_bytes: int = 0  # content bytes in the current file
+    rotations: list[int] = field(default_factory=list)  # each rotated file's end
+    early_ends: int = 0  # follow streams ended early (log_follow_end_after_bytes)
+    rotated_at: float = field(default_factory=time.monotonic)  # the container's start, at first
 
     def moments(self) -> list[datetime]:
         return [r.moment for r in self.records]
@@ -113,6 +137,19 @@ class LogBook:
         self._streams: dict[Key, _Stream] = {}
         self._cut_each: tuple[int, int] | None = None  # (after bytes, times per container)
         self._cuts_of_removed: list[int] = []  # the cut counts of deleted pods' containers
+        self._rotate_bytes: int | None = None
+        self._rotate_seconds = 10.0
+        self._early_end: tuple[int, int] | None = None  # (after bytes, times per container)
+
+    def configure(self, options: dict[str, object]) -> None:
+        """Read the scenario options of the module docstring."""
+        rotate = options.get("log_rotate_bytes")
+        after = options.get("log_follow_end_after_bytes")
+        times = options.get("log_follow_end_times", 1)
+        with self._cond:
+            self._rotate_bytes = int(str(rotate)) if rotate else None
+            self._rotate_seconds = float(str(options.get("log_rotate_seconds", 10)))
+            self._early_end = (int(str(after)), int(str(times))) if after else None
 
     def _stream(self, key: Key) -> _Stream:
         stream = self._streams.get(key)
@@ -131,8 +168,16 @@ class LogBook:
         with self._cond:
             stream = self._stream((namespace, pod, container))
             previous = stream.records[-1] if stream.records else None
-            starts = previous is None or previous.data.endswith(b"\n")
+            starts = previous is None or previous.data.endswith(b"\n") \
+                or len(stream.records) == stream.file_start
             stream.records.append(_Record(timestamp, moment, data, starts))
+            stream.file_bytes += len(data)
+            if self._rotate_bytes is not None and stream.file_bytes > self._rotate_bytes \
+                    and time.monotonic() - stream.rotated_at >= self._rotate_seconds:
+                stream.rotated_at = time.monotonic()
+                stream.file_start = len(stream.records)
+                stream.rotations.append(stream.file_start)
+                stream.file_bytes = 0
             self._cond.notify_all()
 
     def end(self, namespace: str, pod: str, container: str) -> None:
@@ -215,6 +260,12 @@ class LogBook:
         with self._cond:
             return sum(len(s.followers) for s in self._streams.values())
 
+    def rotation_count(self, namespace: str, pod: str, container: str) -> int:
+        """How many times the container's log was rotated (log_rotate_bytes)."""
+        with self._cond:
+            stream = self._streams.get((namespace, pod, container))
+            return len(stream.rotations) if stream else 0
+
     def has_records(self, namespace: str, pod: str, container: str) -> bool:
         with self._cond:
             stream = self._streams.get((namespace, pod, container))
@@ -235,10 +286,14 @@ class LogBook:
         with self._cond:
             stream = self._stream(key)
             start = self._start(stream, cutoff, tail_lines)
-            follower = _Follower()
+            follower = _Follower(file_start=stream.file_start)
             if follow:
                 stream.followers.append(follower)
                 self._arm(stream, follower)
+                early = self._early_end
+                if early is not None and stream.early_ends < early[1]:
+                    follower.end_budget = early[0]
+                    stream.early_ends += 1
         try:
             yield from self._deliver(stream, start, follower, follow, timestamps)
         finally:
@@ -247,14 +302,19 @@ class LogBook:
                     stream.followers.remove(follower)
 
     @staticmethod
+    def _file_end(stream: _Stream, follower: _Follower) -> int | None:
+        """Where the file the follower opened ends, once it was rotated; else None."""
+        return next((end for end in stream.rotations if end > follower.file_start), None)
+
+    @staticmethod
     def _start(stream: _Stream, cutoff: datetime | None,
                tail_lines: int | None) -> tuple[int, int]:
         """Where reading begins: (record index, byte offset of a line start in it)."""
         records = stream.records
-        first, offset = 0, 0
+        first, offset = stream.file_start, 0  # rotated files are not served
         if cutoff is not None:
             # Records are appended in time order: the first one at or after the cutoff.
-            first = bisect.bisect_left(stream.moments(), cutoff)
+            first = bisect.bisect_left(stream.moments(), cutoff, lo=first)
             while first < len(records):
                 starts = records[first].line_starts()
                 if starts:
@@ -280,23 +340,33 @@ class LogBook:
         while True:
             with self._cond:
                 if follow and not follower.dropped and index >= len(stream.records) \
-                        and not stream.ended:
+                        and not stream.ended and self._file_end(stream, follower) is None:
                     self._cond.wait(HEARTBEAT_SECONDS)
                 if follower.dropped:
                     raise LogStreamDropped()
+                rotated_end = self._file_end(stream, follower)
+                file_end = len(stream.records) if rotated_end is None else rotated_end
                 pending: list[_Record] = []
                 size = 0
-                while index < len(stream.records) and size < CHUNK_BYTES:
+                while index < file_end and size < CHUNK_BYTES:
                     pending.append(stream.records[index])
                     size += len(stream.records[index].data)
                     index += 1
-                finished = not follow or stream.ended
+                # A follower at the end of a rotated file ends, as the kubelet's may.
+                finished = not follow or stream.ended or (
+                    rotated_end is not None and index >= rotated_end)
             parts = []
             for record in pending:
                 parts.append(record.render(offset, timestamps))
                 offset = 0
             chunk = b"".join(parts)
             with self._cond:
+                early = follower.end_budget
+                ends_early = early is not None and len(chunk) >= early
+                if early is not None and ends_early:
+                    chunk = chunk[:early]
+                elif early is not None:
+                    follower.end_budget = early - len(chunk)
                 budget = follower.budget
                 if budget is not None and len(chunk) >= budget:
                     follower.dropped = True
@@ -305,10 +375,11 @@ class LogBook:
                         stream.cuts += 1
                 elif budget is not None:
                     follower.budget = budget - len(chunk)
-                more = index < len(stream.records)
+                end = self._file_end(stream, follower)
+                more = index < (len(stream.records) if end is None else end)
             if chunk or follow:
                 yield chunk
             if follower.dropped:
                 raise LogStreamDropped()
-            if finished and not more:
+            if ends_early or (finished and not more):
                 return

@@ -115,16 +115,39 @@ def test_trimmed_fraction_digits_are_timestamps() -> None:
         b"\n\n",
     ],
 )
-def test_lines_without_timestamp_pass_through_whole(data: bytes) -> None:
+def test_lines_without_timestamp_are_the_servers_words_not_output(data: bytes) -> None:
     for cut in range(len(data) + 1):
-        assert decode([data[:cut], data[cut:]]) == data, cut
+        decoder = LogDecoder()
+        assert decode([data[:cut], data[cut:]], decoder) == b"", cut
+        assert decoder.end() == b""
+        assert decoder.take_refusal() == (" ".join(data.decode().split()) or None), cut
 
 
-def test_a_clean_end_releases_a_held_line_start() -> None:
+def test_a_clean_end_does_not_write_a_held_line_start() -> None:
     decoder = LogDecoder()
     assert decoder.feed(b"short") == b""  # it could still become a timestamp
-    assert decoder.end() == b"short"
     assert decoder.end() == b""
+    assert decoder.take_refusal() == "short"
+    assert decoder.take_refusal() is None
+
+
+KUBELET_ERROR = (
+    b'failed to try resolving symlinks in path "/var/log/pods/default_p_1/main/0.log": '
+    b"lstat /var/log/pods/default_p_1: no such file or directory"
+)
+
+
+def test_the_kubelets_error_in_a_clean_body_is_retried_not_written() -> None:
+    # Seen on the real node: kubectl exits 0, the body is the kubelet's error.
+    logs, _fake, out, err = follower(
+        [Script([render(SAMPLE[:2])], 0), Script([KUBELET_ERROR], 0), Script([render(SAMPLE)], 0)]
+    )
+    logs.finish(0)
+    logs.start()
+    assert logs.join(5.0) is True
+    assert out.getvalue() == content(SAMPLE)
+    assert "no such file or directory); will retry" in err.getvalue()
+    assert logs.lost is None
 
 
 # --- the decoder's bulk path: whole lines of a big chunk at once
@@ -261,14 +284,26 @@ class FakeStream:
 class FakeKubectl:
     """Stands in for kubectl.start: each connect plays the next script."""
 
-    def __init__(self, scripts: list[Script]) -> None:
+    def __init__(self, scripts: list[Script], last_line: bytes = b"") -> None:
         self.scripts = scripts
         self.calls: list[list[str]] = []
         self.streams: list[FakeStream] = []
+        self.last_line = last_line  # the answer to the cheap check (tailLines=1)
+        self.probes = 0
 
     def __call__(self, args: Sequence[str], on_stdout: Callable[[bytes], None]) -> FakeStream:
+        if "tailLines=1" in args[-1]:
+            self.probes += 1
+            if self.last_line:
+                on_stdout(self.last_line)
+            return FakeStream(Script(code=0))
         self.calls.append(list(args))
-        script = self.scripts.pop(0) if self.scripts else Script(code=None)
+        if self.scripts:
+            script = self.scripts.pop(0)
+        elif "follow=false" in args[-1]:
+            script = Script(code=0)  # a plain read once the container ended: nothing newer
+        else:
+            script = Script(code=None)
         for chunk in script.chunks:
             on_stdout(chunk)
         stream = FakeStream(script)
@@ -286,6 +321,21 @@ BASE = ["get", "--raw",
 def resumed(since: str) -> list[str]:
     """BASE from `since`, a whole second as the API takes it (its colons escaped)."""
     return [*BASE[:2], f"{BASE[2]}&sinceTime={since.replace(':', '%3A')}"]
+
+
+def checked(since: str) -> list[str]:
+    """The plain read (no follow) from `since` that makes sure nothing came after."""
+    request = resumed(since)
+    return [*request[:2], request[2].replace("follow=true", "follow=false")]
+
+
+def either(calls: list[list[str]]) -> list[list[str]]:
+    """The requests with follow or not alike: whether the container's end was known when a
+    request was sent is a race in these tests."""
+    return [[arg.replace("follow=false", "follow=true") for arg in call] for call in calls]
+
+
+LAST = "2026-12-02T19:00:03Z"  # the second of SAMPLE's last line
 EOF_ERROR = b"error: unexpected EOF\n"
 GIVE_UP = (
     "squarepeg: warning: lost the log stream of pod p ({}); its output may be incomplete: "
@@ -330,11 +380,13 @@ def test_follower_reconnects_twice_and_writes_everything_once() -> None:
     assert logs.join(1.0) is True
     assert out.getvalue() == content(SAMPLE)
     assert cut2 > cut1
-    assert fake.calls == [
+    assert either(fake.calls) == [
         BASE,
         resumed("2026-12-02T19:00:00Z"),
         resumed("2026-12-02T19:00:01Z"),
+        resumed(LAST),
     ]
+    assert fake.calls[-1] == checked(LAST)
     # The second drop made progress (it wrote new bytes), so its attempt count restarts.
     assert err.getvalue() == retry_line("unexpected EOF", "0.001", 1) * 2
     assert (logs.gave_up, logs.error) == (False, None)
@@ -360,7 +412,7 @@ def test_used_up_reconnects_wait_for_the_end_then_fetch_the_rest() -> None:
     assert err.getvalue().endswith(SUSPENDED.format(REFUSED_REASON))
     assert logs.finish(5.0) is True
     assert out.getvalue() == content(SAMPLE)
-    assert fake.calls[-1] == resumed("2026-12-02T19:00:00Z")
+    assert fake.calls[-2:] == [checked("2026-12-02T19:00:00Z"), checked(LAST)]
     assert (logs.gave_up, logs.error) == (False, None)
 
 
@@ -402,7 +454,8 @@ def test_cuts_inside_every_replay_after_the_end_do_not_cost_the_output() -> None
     logs.start()
     assert logs.join(5.0) is True
     assert out.getvalue() == content(SAMPLE)
-    assert len(fake.calls) == 10
+    assert len(fake.calls) == 11  # and the last read, which found nothing newer
+    assert fake.calls[1:] == [checked("2026-12-02T19:00:00Z")] * 9 + [checked(LAST)]
     assert (logs.gave_up, logs.error) == (False, None)
 
 
@@ -412,7 +465,7 @@ def test_follower_retries_a_container_waiting_to_start() -> None:
     logs.start()
     assert logs.finish(5.0) is True
     assert out.getvalue() == content(SAMPLE)
-    assert fake.calls == [BASE, BASE]
+    assert either(fake.calls) == [BASE, BASE, resumed(LAST)]
     reason = 'container "main" in pod "p" is waiting to start: ContainerCreating'
     assert err.getvalue() == retry_line(reason, "0.001", 1)
 
@@ -446,7 +499,8 @@ def test_a_clean_end_before_finish_waits_for_finish_not_a_reconnect() -> None:
     assert logs.join(0.2) is False  # ended cleanly, waiting for finish() before any retry
     assert logs.finish(5.0) is True
     assert logs.join(0) is True
-    assert (out.getvalue(), err.getvalue(), len(fake.calls)) == (content(SAMPLE), "", 1)
+    assert (out.getvalue(), err.getvalue()) == (content(SAMPLE), "")
+    assert fake.calls == [BASE, checked(LAST)]  # the stream, then a read that found no more
 
 
 def test_a_clean_end_before_the_container_ended_is_resumed() -> None:
@@ -535,6 +589,7 @@ def test_a_stdout_that_fails_otherwise_is_reported() -> None:
 def test_a_stream_that_stayed_up_counts_as_progress() -> None:
     ticks = iter(range(0, 10000, 20))  # every look at the clock: 20 s later
     scripts = [Script([], 1, EOF_ERROR) for _ in range(7)] + [Script([render(SAMPLE)], 0)]
+    scripts += [Script([render(SAMPLE, LAST)], 0)]  # the plain read: the last second again
     fake = FakeKubectl(scripts)
     out, err = io.BytesIO(), io.StringIO()
     steady = Backoff(attempts=5, first_seconds=0.001, max_seconds=0.001, stable_seconds=10)
@@ -575,3 +630,170 @@ def test_the_log_request_is_what_kubectl_logs_sends() -> None:
     assert log_request("a b", "p/q", "c&d", None) == (
         "/api/v1/namespaces/a%20b/pods/p%2Fq/log?container=c%26d&follow=true&timestamps=true"
     )
+
+
+# --- a clean end proves nothing; rotation (docs/decisions/0120) ------------------------------
+
+# What the real node showed (`seq 1 700000`, kubelet v1.34.4, containerd 2.2.9): the follow
+# stream ended cleanly in the middle of a line, at a log rotation; the new file begins with
+# the rest of that line under a timestamp of its own.
+BEFORE_ROTATION = (
+    b"2026-12-04T16:28:00.678155528Z 379245\n"
+    b"2026-12-04T16:28:00.678318239Z 379246"
+)
+NEW_FILE = (
+    b"2026-12-04T16:28:00.678542602Z \n"
+    b"2026-12-04T16:28:00.678567019Z 379247\n"
+    b"2026-12-04T16:28:01.000000001Z 379248\n"
+)
+ROTATED_BYTES = b"379245\n379246\n379247\n379248\n"
+
+
+def test_a_clean_end_after_the_container_ended_is_checked_by_a_plain_read() -> None:
+    data = render(SAMPLE)
+    cut = data.index(b"binary")
+    logs, fake, out, err = follower([Script([data[:cut]], 0), Script([data], 0)])
+    logs.finish(0)  # the container had ended: the old follower took the clean end as all
+    logs.start()
+    assert logs.join(5.0) is True
+    assert (out.getvalue(), err.getvalue(), logs.lost) == (content(SAMPLE), "", None)
+    assert fake.calls[1] == checked("2026-12-02T19:00:01Z")
+    assert fake.calls[2] == checked(LAST)  # the first read brought more: once again
+
+
+def test_a_plain_read_that_brings_nothing_new_ends_the_follower() -> None:
+    logs, fake, out, _ = follower([Script([render(SAMPLE)], 0), Script([render(SAMPLE)], 0)])
+    logs.finish(0)
+    logs.start()
+    assert logs.join(5.0) is True
+    assert out.getvalue() == content(SAMPLE)
+    assert len(fake.calls) == 2
+
+
+def test_a_rotation_after_a_clean_end_is_the_continuation() -> None:
+    logs, _fake, out, err = follower([Script([BEFORE_ROTATION], 0), Script([NEW_FILE], 0)])
+    logs.finish(0)
+    logs.start()
+    assert logs.join(5.0) is True
+    assert out.getvalue() == ROTATED_BYTES
+    assert (err.getvalue(), logs.lost) == ("", None)
+
+
+def test_a_rotation_after_a_cut_reports_the_gap_and_goes_on() -> None:
+    logs, _fake, out, err = follower(
+        [Script([BEFORE_ROTATION], 1, EOF_ERROR), Script([NEW_FILE[32:]], 0)]
+    )
+    logs.finish(0)
+    logs.start()
+    assert logs.join(5.0) is True
+    assert out.getvalue() == b"379245\n379246" + b"379247\n379248\n"
+    lost = (
+        "output lost after line 2 (in part), byte 13: the node's log of pod p no longer holds "
+        "what the container wrote between 2026-12-04T16:28:00.678318239Z and "
+        "2026-12-04T16:28:00.678567019Z"
+    )
+    assert logs.lost == lost
+    assert f"squarepeg: warning: {lost} (the kubelet rotates" in err.getvalue()
+    assert logs.gave_up is False
+
+
+def test_a_rotation_inside_a_busy_second_drops_nothing_new() -> None:
+    # Many lines in the resume second, and the new file holds fewer lines of that second
+    # than were written before it: counting alone would drop them all as replayed.
+    first = b"".join(b"2026-12-04T16:28:00.%09dZ old %d\n" % (n, n) for n in range(1, 50))
+    fresh = b"".join(b"2026-12-04T16:28:00.%09dZ new %d\n" % (n, n) for n in range(60, 70))
+    decoder = LogDecoder()
+    assert decoder.feed(first).count(b"\n") == 49
+    decoder.restart()
+    assert decoder.feed(fresh) == b"".join(b"new %d\n" % n for n in range(60, 70))
+    assert decoder.take_gap() is None
+
+
+def test_the_resume_line_missing_from_its_place_is_a_gap() -> None:
+    decoder = LogDecoder()
+    decoder.feed(render(SAMPLE[:3]))  # three lines of second 0, the same timestamp
+    decoder.restart()
+    other = ts(0, 1) + b" first line\n" + ts(0, 1) + b" same timestamp\n" + ts(0, 2) + b" x\n"
+    assert decoder.feed(other) == b"x\n"
+    gap = decoder.take_gap()
+    assert gap is not None
+    assert (gap.lines_before, gap.bytes_before, gap.next_timestamp) == (3, 36, ts(0, 2))
+
+
+def test_trimmed_fraction_digits_compare_by_time() -> None:
+    decoder = LogDecoder()
+    decoder.feed(b"2026-12-04T16:28:00.5Z a\n")
+    decoder.restart()
+    # 0.50000001 s is later than 0.5 s, though "5Z" sorts after "50000001Z" as bytes.
+    assert decoder.feed(b"2026-12-04T16:28:00.50000001Z b\n") == b"b\n"
+    decoder.restart()
+    assert decoder.feed(b"2026-12-04T16:28:00.5Z a\n2026-12-04T16:28:00.50000001Z b\n"
+                        b"2026-12-04T16:28:00.6Z c\n") == b"c\n"
+
+
+def test_a_clean_end_inside_a_timestamp_is_a_cut_not_a_refusal() -> None:
+    decoder = LogDecoder()
+    assert decoder.feed(render(SAMPLE[:1]) + ts(0, 2)[:15]) == b"first line\n"
+    assert decoder.end() == b""
+    assert decoder.take_refusal() is None
+
+
+def test_the_kubelets_error_after_a_cut_is_not_a_rotation() -> None:
+    # A body with only the kubelet's error is no answer: it says nothing of a rotation.
+    logs, _fake, out, err = follower([
+        Script([render(SAMPLE)], 1, EOF_ERROR),
+        Script([KUBELET_ERROR], 0),
+        Script([render(SAMPLE, LAST)], 0),
+    ])
+    logs.finish(0)
+    logs.start()
+    assert logs.join(5.0) is True
+    assert (out.getvalue(), logs.lost) == (content(SAMPLE), None)
+    assert "output lost" not in err.getvalue()
+
+
+def test_a_big_replay_of_a_busy_second_skips_what_was_written_and_nothing_more() -> None:
+    busy = [(ts(5, n), b"%06d\n" % n) for n in range(40000)] + [(ts(6, 0), b"next\n")]
+    data = render(busy)
+    for cut in (len(render(busy[:1])), len(data) // 3, len(data) // 2 + 7, len(data) - 20):
+        decoder = LogDecoder()
+        first = decoder.feed(data[:cut])
+        decoder.restart()
+        again = render(busy, "2026-12-02T19:00:05Z")
+        rest = b"".join(decoder.feed(again[i : i + 65536]) for i in range(0, len(again), 65536))
+        assert first + rest == content(busy), cut
+        assert decoder.take_gap() is None
+
+
+def test_the_log_ending_with_the_last_line_written_needs_no_plain_read() -> None:
+    data = render(SAMPLE[:-1])  # ends with a whole line
+    logs, fake, out, _ = follower([Script([data], 0)])
+    fake.last_line = render(SAMPLE[-2:-1])
+    logs.finish(0)
+    logs.start()
+    assert logs.join(5.0) is True
+    assert out.getvalue() == content(SAMPLE[:-1])
+    assert (fake.calls, fake.probes) == ([[*BASE[:2], BASE[2].replace("true&", "false&", 1)]], 1)
+
+
+def test_a_log_that_ends_otherwise_gets_the_plain_read() -> None:
+    data = render(SAMPLE[:-1])
+    cut = data.index(ts(1, 7))  # a whole line last: a probe can tell
+    logs, fake, out, _ = follower([Script([data[:cut]], 0), Script([data], 0)])
+    fake.last_line = render(SAMPLE[-2:-1])  # a later line than the last one written
+    logs.finish(0)
+    logs.start()
+    assert logs.join(5.0) is True
+    assert out.getvalue() == content(SAMPLE[:-1])
+    assert fake.probes == 1
+    assert fake.calls[1] == checked("2026-12-02T19:00:01Z")
+
+
+def test_a_last_line_without_newline_can_be_the_logs_last_line() -> None:
+    logs, fake, out, _ = follower([Script([render(SAMPLE)], 0)])
+    fake.last_line = render(SAMPLE[-1:])  # "no final newline", as the log ends
+    logs.finish(0)
+    logs.start()
+    assert logs.join(5.0) is True
+    assert out.getvalue() == content(SAMPLE)
+    assert (len(fake.calls), fake.probes) == (1, 1)
