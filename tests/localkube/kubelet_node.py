@@ -46,6 +46,7 @@ from typing import Any
 import yaml
 
 from tests.localkube import node_build, node_image
+from tests.localkube.build import BuildError
 from tests.localkube.netns import (
     BRIDGE,
     ApiForwarder,
@@ -60,7 +61,6 @@ SANDBOX_IMAGE = "registry.k8s.io/pause:3.10.1"
 BUSYBOX_TAGS: dict[str, tuple[str, ...]] = {
     "library/alpine": ("latest", "3", "3.19", "3.20"), "library/busybox": ("latest",)}
 PYTHON_TAGS: dict[str, tuple[str, ...]] = {"library/python": ("latest", "3", "3.11")}
-PYTHON = Path("/usr/bin/python3.11")
 REGISTRY = "127.0.0.1:5000"
 KUBELET_PORT = 10250
 KUBELET_HEALTHZ_PORT = 10248
@@ -227,8 +227,9 @@ class KubeletNode:
     def start(self, stopping: Callable[[], bool]) -> None:
         self.state.mkdir(parents=True, exist_ok=True)
         try:
+            node_build.check_runtime_needs()
             addresses = self.network.create()
-        except NetworkError as exc:
+        except (NetworkError, BuildError) as exc:
             raise StartError(str(exc)) from exc
         self.address = addresses.node_address
         self.forwarder = ApiForwarder(self.network, self.api_port)
@@ -286,10 +287,10 @@ class KubeletNode:
 
     def _python_image(self, busybox: bytes, applets: list[str]) -> node_image.Image:
         """busybox plus the machine's python3.11 (node_build checks that it is there)."""
-        stdlib = Path("/usr/lib") / PYTHON.name
-        binaries = [PYTHON, *sorted((stdlib / "lib-dynload").glob("*.so"))]
+        stdlib = Path("/usr/lib") / node_build.PYTHON.name
+        binaries = [node_build.PYTHON, *sorted((stdlib / "lib-dynload").glob("*.so"))]
         ldd = [_run(["ldd", str(binary)], f"ldd {binary}") for binary in binaries]
-        files, links = node_image.python_files(PYTHON, stdlib, python_libraries(ldd))
+        files, links = node_image.python_files(node_build.PYTHON, stdlib, python_libraries(ldd))
         return node_image.python_image(busybox, applets, files, links)
 
     def _push_images(self) -> None:

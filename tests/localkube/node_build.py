@@ -1,4 +1,4 @@
-"""The binaries of the kubelet node (opt-in, `serve --node kubelet`): kubelet, containerd,
+"""The binaries of the kubelet node (localkube's default node): kubelet, containerd,
 runc, the CNI plugins, a registry and the pause program, cached beside the control plane's.
 
 Owns their pinned versions and how they are built. The kubelet comes from the control
@@ -6,7 +6,10 @@ plane's own module (`gobuild/kube`, RELEASE, the same version `-ldflags`); the o
 modules without `replace` directives, so `go install MODULE/CMD@VERSION` builds them with
 their own go.sum checks and no module file of ours. runc is cgo and built with the `seccomp`
 tag (it needs libseccomp-dev); the pause program is C of our own (`node/pause.c`), linked
-statically. The images need Debian's `busybox-static` (checked here, used by kubelet_node).
+statically. The images need Debian's `busybox-static` and `python3.11` (checked here, used
+by kubelet_node); running the node needs iproute2's `ip` and util-linux's `unshare` and
+`nsenter` (checked here too, so that a fresh machine learns it all at once).
+APT_PACKAGES is what scripts/test installs on a machine that lacks them.
 Everything goes to `$XDG_CACHE_HOME/kubectl-squarepeg/localkube/RELEASE/node-bin` with a
 stamp of the pins; builds run at `nice -n 19` and say what they build and how long it took.
 """
@@ -27,6 +30,9 @@ CNI_PLUGINS = ("github.com/containernetworking/plugins", "v1.9.1")
 CRANE = ("github.com/google/go-containerregistry", "v0.22.1")
 PAUSE_SOURCE = Path(__file__).resolve().parent / "node" / "pause.c"
 BUSYBOX = Path("/bin/busybox")
+PYTHON = Path("/usr/bin/python3.11")
+APT_PACKAGES = ("gcc", "libc6-dev", "pkg-config", "libseccomp-dev", "busybox-static",
+                "python3.11", "iproute2", "util-linux")
 BINARIES = ("kubelet", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "loopback",
             "bridge", "host-local", "crane", "pause")
 
@@ -65,6 +71,18 @@ def check_prerequisites() -> None:
     if not (Path("/usr/include/seccomp.h").exists()):
         raise build.BuildError("the kubelet node needs libseccomp's headers for runc: "
                                "apt-get install libseccomp-dev")
+    check_runtime_needs()
+
+
+def check_runtime_needs() -> None:
+    """What running the node needs besides its binaries (BuildError says how to get it)."""
+    missing = [tool for tool in ("ip", "unshare", "nsenter", "ldd") if shutil.which(tool) is None]
+    if missing:
+        raise build.BuildError(f"the kubelet node needs {', '.join(missing)} (its network "
+                               "namespace): apt-get install iproute2 util-linux libc-bin")
+    if not (PYTHON.exists() and (Path("/usr/lib") / PYTHON.name / "os.py").exists()):
+        raise build.BuildError(f"the kubelet node's python image needs Debian's {PYTHON} "
+                               "and its standard library: apt-get install python3.11")
     if not (BUSYBOX.exists() and is_static_elf(BUSYBOX.read_bytes())):
         raise build.BuildError(f"the kubelet node's images need a static {BUSYBOX}: "
                                "apt-get install busybox-static")
