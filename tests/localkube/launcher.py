@@ -14,10 +14,12 @@
         exits 0 (1 if it could not start, 2 on bad usage). A scenario file may give the node
         agent's `images` and kubelet `options` (see kubesim's scenario.py); its other keys
         are for kubesim only and are refused, and the kubelet node takes none.
-    build [--node kubelet|agent]
+    build [--node kubelet|agent] [--install-packages]
         Build what is missing and exit (0, or 1 if the build failed); prints what it built
         and how long it took on stderr. The kubelet node's binaries too, unless
-        `--node agent`.
+        `--node agent`; with `--install-packages` it first apt-get installs the Debian
+        packages the node needs (node_build.APT_PACKAGES) when some are missing (as root,
+        DEBIAN_FRONTEND=noninteractive; scripts/test uses it).
     ctl --kubeconfig FILE restart --down SECONDS | evict NAMESPACE/POD |
         delete-pod NAMESPACE/POD [--grace-period N] | drop-logs [--after-bytes N]
         Faults by real means: stop the kube-apiserver process (SIGTERM, SIGKILL after a
@@ -423,9 +425,11 @@ def default_node() -> str:
     return os.environ.get("LOCALKUBE_NODE") or DEFAULT_NODE
 
 
-def build_only(node: str | None) -> int:
+def build_only(node: str | None, install_packages: bool = False) -> int:
     node = node or default_node()
     try:
+        if node == "kubelet" and install_packages:
+            node_build.install_packages(say)  # first: a missing package fails fast
         if not build.ensure_built(say):
             say(f"{build.RELEASE} is built: {build.bin_dir()}")
         if node == "kubelet" and not node_build.ensure_built(say):
@@ -501,6 +505,9 @@ def parser() -> argparse.ArgumentParser:
     serve_p.add_argument("--port", type=int, default=0, help="API server port (default: free)")
     serve_p.add_argument("--scenario", help="images and options for the node agent")
     build_p = verbs.add_parser("build", help="build the binaries if they are not cached")
+    build_p.add_argument("--install-packages", action="store_true",
+                         help="first apt-get install what the kubelet node needs (as root; "
+                         "nothing when it is all there)")
     for command in (serve_p, build_p):
         command.add_argument("--node", choices=NODES, default=None,
                              help="the node: the real kubelet with containerd (default) or "
@@ -532,7 +539,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         return serve(args)
     if args.command == "build":
-        return build_only(args.node)
+        return build_only(args.node, args.install_packages)
     return ctl(args)
 
 

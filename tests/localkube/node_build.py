@@ -17,12 +17,16 @@ stamp of the pins; builds run at `nice -n 19` and say what they build and how lo
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import struct
+import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from tests.localkube import build
+from tests.localkube.build import BuildError
 
 CONTAINERD = ("github.com/containerd/containerd/v2", "v2.2.9")
 RUNC = ("github.com/opencontainers/runc", "v1.4.2")
@@ -66,10 +70,10 @@ def is_static_elf(data: bytes) -> bool:
 def check_prerequisites() -> None:
     """The node's needs beyond Go, each with how to get it."""
     if shutil.which("gcc") is None or shutil.which("pkg-config") is None:
-        raise build.BuildError("the kubelet node needs gcc and pkg-config (runc is cgo): "
+        raise BuildError("the kubelet node needs gcc and pkg-config (runc is cgo): "
                                "apt-get install gcc pkg-config")
     if not (Path("/usr/include/seccomp.h").exists()):
-        raise build.BuildError("the kubelet node needs libseccomp's headers for runc: "
+        raise BuildError("the kubelet node needs libseccomp's headers for runc: "
                                "apt-get install libseccomp-dev")
     check_runtime_needs()
 
@@ -78,14 +82,50 @@ def check_runtime_needs() -> None:
     """What running the node needs besides its binaries (BuildError says how to get it)."""
     missing = [tool for tool in ("ip", "unshare", "nsenter", "ldd") if shutil.which(tool) is None]
     if missing:
-        raise build.BuildError(f"the kubelet node needs {', '.join(missing)} (its network "
+        raise BuildError(f"the kubelet node needs {', '.join(missing)} (its network "
                                "namespace): apt-get install iproute2 util-linux libc-bin")
     if not (PYTHON.exists() and (Path("/usr/lib") / PYTHON.name / "os.py").exists()):
-        raise build.BuildError(f"the kubelet node's python image needs Debian's {PYTHON} "
+        raise BuildError(f"the kubelet node's python image needs Debian's {PYTHON} "
                                "and its standard library: apt-get install python3.11")
     if not (BUSYBOX.exists() and is_static_elf(BUSYBOX.read_bytes())):
-        raise build.BuildError(f"the kubelet node's images need a static {BUSYBOX}: "
+        raise BuildError(f"the kubelet node's images need a static {BUSYBOX}: "
                                "apt-get install busybox-static")
+
+
+def missing_packages() -> list[str]:
+    """The APT_PACKAGES dpkg does not list as installed."""
+    missing = []
+    for package in APT_PACKAGES:
+        done = subprocess.run(["dpkg-query", "-W", "-f=${Status}", package],
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if done.returncode != 0 or not done.stdout.endswith(" installed"):
+            missing.append(package)
+    return missing
+
+
+def install_packages(log: Callable[[str], None]) -> None:
+    """`apt-get install` the missing APT_PACKAGES (as root, noninteractive); nothing when
+    they are all there; BuildError when they cannot be (not root, no apt, apt failed)."""
+    if shutil.which("dpkg-query") is None or shutil.which("apt-get") is None:
+        log("no dpkg/apt-get here: the kubelet node's packages are not checked")
+        return
+    missing = missing_packages()
+    if not missing:
+        return
+    command = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing]
+    if os.geteuid() != 0:
+        raise BuildError(f"the kubelet node needs {', '.join(missing)}: "
+                         f"sudo apt-get update && sudo {' '.join(command)}")
+    log(f"installing {', '.join(missing)} with apt-get")
+    began = time.monotonic()
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for argv in (["apt-get", "update", "-q"], command):
+        done = subprocess.run(argv, capture_output=True, text=True, env=env,
+                              stdin=subprocess.DEVNULL)
+        if done.returncode != 0:
+            raise BuildError(f"{' '.join(argv)} failed (exit {done.returncode}):\n"
+                             + "\n".join((done.stderr or done.stdout).splitlines()[-10:]))
+    log(f"installed {', '.join(missing)} in {time.monotonic() - began:.0f}s")
 
 
 def _go_install(packages: list[str], target: Path, ldflags: str, log_file: Path,
@@ -96,8 +136,11 @@ def _go_install(packages: list[str], target: Path, ldflags: str, log_file: Path,
                      {"GOFLAGS": "-buildvcs=false", "GOBIN": str(target)})
 
 
-def ensure_built(log: Callable[[str], None]) -> bool:
-    """Build what is missing; True if something was built."""
+def ensure_built(log: Callable[[str], None], install: bool = False) -> bool:
+    """Build what is missing (with `install`, first apt-get install the packages it needs);
+    True if something was built."""
+    if install:
+        install_packages(log)
     if is_built():
         return False
     check_prerequisites()
