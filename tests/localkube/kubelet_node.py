@@ -57,6 +57,8 @@ from tests.localkube.netns import (
 from tests.localkube.processes import SERVICE_CIDR, Component, StartError, wait_for
 
 CGROUP_MOUNTS = Path("/sys/fs/cgroup")
+CONTAINER_LOG_LINKS = Path("/var/log/containers")
+CNI_RESULTS = Path("/var/lib/cni/results")
 SANDBOX_IMAGE = "registry.k8s.io/pause:3.10.1"
 BUSYBOX_TAGS: dict[str, tuple[str, ...]] = {
     "library/alpine": ("latest", "3", "3.19", "3.20"), "library/busybox": ("latest",)}
@@ -93,6 +95,7 @@ state = "{state / 'state'}"
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
         BinaryName = "{bin_dir / 'runc'}"
+        Root = "{state / 'runc'}"
         SystemdCgroup = false
   [plugins."io.containerd.cri.v1.runtime".cni]
     bin_dirs = ["{bin_dir}"]
@@ -125,8 +128,11 @@ def cni_conflist(bridge: str, subnet: str, ipam_dir: Path) -> str:
 
 
 def kubelet_config(address: str, port: int, healthz_port: int, socket: Path,
-                   cgroup_root: str) -> dict[str, Any]:
+                   cgroup_root: str, pod_logs: Path) -> dict[str, Any]:
     return {
+        # Not the shared /var/log/pods: a kubelet's container GC removes every pod log
+        # directory there of a pod it does not know, i.e. another instance's pods' logs.
+        "podLogsDir": str(pod_logs),
         "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
         "address": address, "port": port, "readOnlyPort": 0,
         "healthzBindAddress": "127.0.0.1", "healthzPort": healthz_port,
@@ -273,7 +279,7 @@ class KubeletNode:
         (self.containerd_dir / "cni" / "10-localkube.conflist").write_text(
             cni_conflist(BRIDGE, pod_subnet, self.state / "cni-ipam"))
         config = kubelet_config(self.address, KUBELET_PORT, KUBELET_HEALTHZ_PORT, self.socket,
-                                self.cgroup_root)
+                                self.cgroup_root, self.state / "pod-logs")
         (self.state / "kubelet.yaml").write_text(yaml.safe_dump(config))
 
     def _registry_up(self) -> bool:
@@ -328,8 +334,10 @@ class KubeletNode:
         """Leave nothing behind; every step runs even when an earlier one failed."""
         self.kubelet.stop(5)
         self._kill_pod_processes()
+        containers: list[str] = []
         if self.containerd.running():
             with contextlib.suppress(StartError, subprocess.TimeoutExpired):
+                containers = self._ctr("containers", "ls", "--quiet").split()
                 for task in self._ctr("tasks", "ls", "--quiet").split():
                     with contextlib.suppress(StartError):
                         self._ctr("tasks", "delete", "--force", task)
@@ -341,6 +349,21 @@ class KubeletNode:
         self._unmount()
         self._remove_cgroups()
         self.network.remove()
+        self._remove_shared_files(containers)
+
+    def _remove_shared_files(self, containers: list[str]) -> None:
+        """What the kubelet and CNI write outside the state directory, whatever the
+        configuration: the container log links in /var/log/containers (to our pod-logs) and
+        libcni's cached results of our sandboxes (named by the sandbox's id)."""
+        for link in CONTAINER_LOG_LINKS.glob("*.log"):
+            with contextlib.suppress(OSError):
+                if os.readlink(link).startswith(str(self.state) + "/"):
+                    link.unlink()
+        ids = set(containers)
+        for cached in CNI_RESULTS.glob("*"):
+            if ids.intersection(re.split(r"[-_]", cached.name)):
+                with contextlib.suppress(OSError):
+                    cached.unlink()
     def _pod_pids(self) -> set[int]:
         pids: set[int] = set()
         for root in self._cgroups_made:

@@ -7,6 +7,7 @@ a running node are skipped when the session's node is the agent (LOCALKUBE_NODE=
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import gzip
 import hashlib
@@ -98,7 +99,8 @@ def test_mounts_are_undone_deepest_first_and_only_ours() -> None:
 
 def test_the_configuration_fits_this_machine() -> None:
     config = kubelet_node.kubelet_config("192.0.2.7", 10250, 10248, Path("/s/c.sock"),
-                                         "/localkube-7")
+                                         "/localkube-7", Path("/s/pod-logs"))
+    assert config["podLogsDir"] == "/s/pod-logs"  # not the /var/log/pods of every kubelet
     assert config["cgroupDriver"] == "cgroupfs" and config["cgroupRoot"] == "/localkube-7"
     assert config["failSwapOn"] is False and config["failCgroupV1"] is False
     assert config["address"] == "192.0.2.7" and config["healthzBindAddress"] == "127.0.0.1"
@@ -306,7 +308,8 @@ def _mount_points() -> list[str]:
 
 def test_a_stopped_kubelet_node_leaves_nothing(tmp_path: Path) -> None:
     """A localkube of the test's own, with a pod running when it is stopped: afterwards no
-    process of it, no link, no mount, no cgroup, no state directory are left."""
+    process of it, no link, no mount, no cgroup, no state directory are left, nor the files
+    the kubelet and libcni write outside it (container log links, cached CNI results)."""
     cluster = Localkube(tmp_path, node="kubelet")
     launcher = cluster.process.pid
     try:
@@ -318,9 +321,26 @@ def test_a_stopped_kubelet_node_leaves_nothing(tmp_path: Path) -> None:
             "get", "pod", "left", "-o", "jsonpath={.status.phase}").stdout, 60, "Running")
         assert any(p.startswith(str(state)) for p in _mount_points())
         assert f"lkh{launcher}" in {link["ifname"] for link in _ip("link")}
+        assert _shared_files_of(state)  # so the check below can see them
     finally:
         cluster.stop()  # fails if a process started under it outlived it
     assert not state.exists()
     assert not [p for p in _mount_points() if p.startswith(str(state))]
     assert f"lkh{launcher}" not in {link["ifname"] for link in _ip("link")}
     assert not list(Path("/sys/fs/cgroup").glob(f"*/localkube-{launcher}"))
+    assert not _shared_files_of(state)
+
+
+def _shared_files_of(state: Path) -> list[Path]:
+    """The container log links into `state` and the cached CNI results naming it."""
+    found = []
+    for link in kubelet_node.CONTAINER_LOG_LINKS.glob("*.log"):
+        with contextlib.suppress(OSError):
+            if os.readlink(link).startswith(f"{state}/"):
+                found.append(link)
+    for cached in kubelet_node.CNI_RESULTS.glob("*"):
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            config = base64.b64decode(json.loads(cached.read_text())["config"])
+            if str(state).encode() in config:
+                found.append(cached)
+    return found
