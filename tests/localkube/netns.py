@@ -302,6 +302,10 @@ class ApiForwarder:
                 inner.close()  # the API server is down (a restart): the kubelet retries
                 continue
             outer.settimeout(None)
+            for sock in (inner, outer):
+                # Without it a new connection's TLS handshake, relayed in small writes,
+                # waited on delayed ACKs: 44 ms a connection instead of 2 (measured).
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with self._lock:
                 if self._closed:
                     inner.close()
