@@ -12,8 +12,10 @@ SQUAREPEG_TEST_CLUSTER (default kubesim). Tests outside tests/e2e always use kub
   os.environ (in-process code such as kubectl_squarepeg.cluster.kubectl.run starts kubectl with
   os.environ). tests/e2e/conftest.py overrides it with the selected cluster.
 - `localkube_session` (session scope): one `scripts/localkube serve` for the whole run (the
-  real control plane takes seconds to start, not milliseconds); a `Localkube` has the same
-  attributes, its `ctl` runs `scripts/localkube ctl` (restart, evict, delete-pod).
+  real control plane takes seconds to start, not milliseconds), with localkube's default
+  node, the real kubelet (LOCALKUBE_NODE=agent picks the node agent); a `Localkube` has the
+  same attributes plus `.node` ("kubelet" or "agent"), its `ctl` runs `scripts/localkube
+  ctl` (restart, delete-pod; evict and drop-logs on the agent node only).
 - `kubesim_factory` (function scope): `factory(scenario: dict | None = None) -> Kubesim`, a
   simulator of the test's own; every one is stopped at teardown.
 - `namespace` (function scope): a fresh namespace (on localkube: once its `default` service
@@ -71,6 +73,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "kubesim_only(reason): needs what only kubesim has")
     config.addinivalue_line("markers", "localkube_only(reason): needs the real control plane")
+    config.addinivalue_line("markers", "needs_the_node_agent(reason): a fault only the node "
+                            "agent makes (tests/e2e/conftest.py's needs_the_node_agent)")
 
 
 def selected_cluster(config: pytest.Config) -> str:
@@ -117,7 +121,8 @@ class Kubesim:
         self.cache = workdir / "kube-cache"
         self.out = workdir / f"{self.name}.out"
         self.err = workdir / f"{self.name}.err"
-        argv = [str(self.script), "serve", "--kubeconfig", str(self.kubeconfig)]
+        argv = [str(self.script), "serve", "--kubeconfig", str(self.kubeconfig),
+                *self.serve_argv()]
         if scenario is not None:
             scenario_file = workdir / "scenario.yaml"
             scenario_file.write_text(yaml.safe_dump(scenario), encoding="utf-8")
@@ -135,6 +140,10 @@ class Kubesim:
         except BaseException:
             self.stop(check=False)
             raise
+
+    def serve_argv(self) -> list[str]:
+        """Arguments of `serve` beyond the kubeconfig and the scenario."""
+        return []
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.ready_seconds
@@ -207,17 +216,33 @@ class Kubesim:
             os.killpg(self.process.pid, signal.SIGKILL)
 
 
+def localkube_default_node() -> str:
+    """The node of a localkube started without a scenario: LOCALKUBE_NODE, else localkube's
+    own default, the real kubelet."""
+    return os.environ.get("LOCALKUBE_NODE") or "kubelet"
+
+
 class Localkube(Kubesim):
-    """One running `scripts/localkube serve`: the real control plane and the node agent."""
+    """One running `scripts/localkube serve`: the real control plane and its node (the real
+    kubelet, or the node agent: `node`, or always with a scenario, which is the agent's)."""
 
     script = LOCALKUBE
     name = "localkube"
     context = "localkube"
     ready_seconds = LOCALKUBE_READY_SECONDS
 
+    def __init__(self, workdir: Path, scenario: dict[str, Any] | None = None,
+                 node: str | None = None):
+        self.node = node or ("agent" if scenario is not None else localkube_default_node())
+        super().__init__(workdir, scenario)
+
+    def serve_argv(self) -> list[str]:
+        return ["--node", self.node]
+
 
 def build_localkube() -> None:
-    """`scripts/localkube build`: nothing when the binaries are cached, else the Go build."""
+    """`scripts/localkube build`: nothing when the binaries are cached, else the Go build
+    (the control plane and the default node's)."""
     done = subprocess.run([str(LOCALKUBE), "build"], capture_output=True,
                           timeout=LOCALKUBE_BUILD_SECONDS, stdin=subprocess.DEVNULL)
     if done.returncode != 0:

@@ -11,6 +11,13 @@ The `squarepeg` fixture runs the command in a scratch working directory with its
 config home, so no config file of the machine or of the developer takes part, and with the
 simulator's kubeconfig in the environment. It returns what a user would see: the exit code,
 stdout as bytes, stderr as lines.
+
+localkube's node is the real kubelet (in the session's cluster and in a `kubesim_factory(None)`
+cluster); a scenario's images and options are the node agent's, so a factory cluster with a
+scenario runs the node agent. A test that needs a fault only the node agent makes (`ctl
+evict`, `ctl drop-logs`) is decorated with `needs_the_node_agent(reason)`: its `kubesim` is
+then, on localkube with the kubelet node, a localkube of the module's own with the node agent
+(started once for the module's such tests), and the selected cluster otherwise.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import pytest
 
@@ -35,6 +42,7 @@ from tests.conftest import (
     Localkube,
     clusters,
     kubesim_alone,
+    localkube_default_node,
     selected_cluster,
     serving,
     start_kubesim,
@@ -49,9 +57,26 @@ CLIENT_SIDE_LOG_DROP = (
 )
 
 __all__ = [
-    "CLIENT_SIDE_LOG_DROP", "Finished", "Squarepeg", "age_the_finish", "counting_kubectl",
-    "names", "skip_where_the_kubelet_owns_pod_status", "wait_until", "watched_pod",
+    "CLIENT_SIDE_LOG_DROP", "NODE_AGENT", "Finished", "Squarepeg", "age_the_finish",
+    "counting_kubectl", "names", "needs_the_node_agent",
+    "skip_where_the_kubelet_owns_pod_status", "wait_until", "watched_pod",
 ]
+
+T = TypeVar("T")
+NODE_AGENT = "node-agent"
+
+
+def needs_the_node_agent(reason: str) -> Callable[[T], T]:
+    """For a test whose fault only the node agent (or kubesim) makes: its `kubesim` is a
+    cluster with the node agent (see the module docstring); `reason` names the fault."""
+    parametrize = pytest.mark.parametrize(
+        "kubesim", [pytest.param(NODE_AGENT, id=NODE_AGENT)], indirect=True)
+    marker = pytest.mark.needs_the_node_agent(reason)
+
+    def decorate(test: T) -> T:
+        return cast(T, marker(parametrize(test)))
+
+    return decorate
 
 BIN = Path(sys.executable).parent
 SQUAREPEG = str(BIN / "kubectl-squarepeg")
@@ -176,11 +201,19 @@ LOCALKUBE_SCENARIO_KEYS = frozenset({"images", "options"})
 @pytest.fixture(scope="module")
 def kubesim(request: pytest.FixtureRequest,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubesim]:
-    """The selected cluster, shared by the module's tests (see the module docstring)."""
-    if selected_cluster(request.config) == "localkube":
+    """The selected cluster, shared by the module's tests (see the module docstring); for
+    the tests `needs_the_node_agent` marks, one with the node agent."""
+    wants_the_agent = getattr(request, "param", None) == NODE_AGENT
+    if selected_cluster(request.config) != "localkube":
+        yield from kubesim_alone(tmp_path_factory)
+    elif not wants_the_agent or localkube_default_node() == "agent":
         yield from serving(request.getfixturevalue("localkube_session"))
     else:
-        yield from kubesim_alone(tmp_path_factory)
+        cluster = Localkube(tmp_path_factory.mktemp("localkube-agent"), node="agent")
+        try:
+            yield from serving(cluster)
+        finally:
+            cluster.stop()
 
 
 @pytest.fixture
@@ -196,9 +229,7 @@ def kubesim_factory(
         if extra:
             pytest.skip(f"kubesim only: the scenario's {', '.join(extra)} are kubesim's own "
                         "rules (localkube tests make them with real objects)")
-        if scenario and os.environ.get("LOCALKUBE_NODE") == "kubelet":
-            pytest.skip("the node agent's: the scenario's images and options are the node "
-                        "agent's, and this session's node is the real kubelet")
+        # With a scenario (the node agent's images and options) its node is the agent.
         return Localkube(tmp_path_factory.mktemp("localkube"), scenario)
 
     yield from clusters(make)
@@ -252,11 +283,11 @@ def _earlier(stamp: str, seconds: float) -> str:
 
 def skip_where_the_kubelet_owns_pod_status(cluster: Any) -> None:
     """Skip a test that ages a pod's finish (`age_the_finish`) on localkube's real-kubelet
-    node (LOCALKUBE_NODE=kubelet, opt-in): its status manager writes the pod's status as it
-    knows it back over the patched one within seconds (seen there: the sweep then still
-    found the pod young). kubesim's node and localkube's agent leave a finished pod's
-    status alone. Call it before the test creates anything."""
-    if isinstance(cluster, Localkube) and os.environ.get("LOCALKUBE_NODE") == "kubelet":
+    node (its default): its status manager writes the pod's status as it knows it back
+    over the patched one within seconds (seen there: the sweep then still found the pod
+    young). kubesim's node and localkube's agent leave a finished pod's status alone. Call
+    it before the test creates anything."""
+    if isinstance(cluster, Localkube) and cluster.node == "kubelet":
         pytest.skip("the real kubelet writes its own finishedAt back over an aged one")
 
 

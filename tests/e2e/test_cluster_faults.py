@@ -11,10 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.conftest import Squarepeg, wait_until
+from tests.e2e.conftest import Squarepeg, needs_the_node_agent, wait_until
 from tests.e2e.test_run import COUNTED, counted_output
 
 
+@needs_the_node_agent("ctl drop-logs: the node's end of a log stream cut on demand, which "
+                      "only the node agent makes")
 def test_log_streams_cut_at_the_node_twice_lose_and_repeat_nothing(
     squarepeg: Squarepeg, kubesim: Any, tmp_path: Path
 ) -> None:

@@ -21,6 +21,7 @@ import pytest
 
 from tests.e2e.conftest import (
     CLIENT_SIDE_LOG_DROP,
+    NODE_AGENT,
     Squarepeg,
     isolated_env,
     names,
@@ -188,12 +189,18 @@ def test_run_piped_into_head_prints_its_line_without_a_warning(
 
 
 @pytest.mark.parametrize(
-    ("name", "fault", "said"),
+    ("kubesim", "name", "fault", "said"),
     [
         # The Evicted event says what the status says: it is quoted once.
-        ("evicted", "evict", ("pod evicted was evicted", "The node was low on resource")),
-        ("taken", "delete-pod", ("pod taken was deleted", "events:", "Killing")),
+        pytest.param(NODE_AGENT, "evicted", "evict",
+                     ("pod evicted was evicted", "The node was low on resource"), id="evicted",
+                     marks=pytest.mark.needs_the_node_agent(
+                         "ctl evict: a node-pressure eviction, which only the node agent "
+                         "makes on demand")),
+        pytest.param(None, "taken", "delete-pod", ("pod taken was deleted", "events:", "Killing"),
+                     id="taken"),
     ],
+    indirect=["kubesim"],
 )
 def test_a_pod_ended_by_others_is_said_so_with_commands_that_still_work(
     squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path,

@@ -1,20 +1,23 @@
-"""The kubelet node of localkube (opt-in: `scripts/localkube serve --node kubelet`): the real
+"""The kubelet node of localkube (the default node; `scripts/localkube serve`): the real
 kubelet, containerd, runc and CNI bridge, with images made on the machine in a local registry.
 
 Owns the node's configuration (rendered by the pure functions at the top), starting it and,
-above all, leaving nothing behind. What it sets up, all per instance (a random slot N, so two
-can run at once):
-- a veth pair `lknN`/`lkpN` with 192.0.2.N/32 on `lknN`: the kubelet refuses a loopback node
-  IP ("nodeIP can't be loopback address") and the API server reaches a kubelet only at its
-  node's InternalIP, so the kubelet listens on that TEST-NET-1 address, which only this
-  machine routes; the CNI bridge `lkcniN` with host-local IPAM on 10.244.N.0/24 (no
-  masquerade: there is no iptables);
-- cgroup roots `/localkube-N` in every mounted hierarchy (cgroup v1, driver cgroupfs), under
-  which the kubelet makes `kubepods`: every process in them is a pod's, so stopping kills
-  exactly those;
-- `crane registry serve` on 127.0.0.1 holding `alpine` (latest, 3, 3.19, 3.20) and `busybox`
-  (busybox-static images from node_image), which containerd uses for `docker.io`: `alpine`
-  pulls as on any cluster and a typo'd image fails with a real ErrImagePull;
+above all, leaving nothing behind. What it sets up, all per instance (named by the launcher's
+pid, so two can run at once):
+- a network namespace of its own (netns.py) holding the kubelet, containerd, the registry,
+  the CNI bridge and the pods, joined to the host by one veth whose /24 overlaps no address
+  or route of the machine; the kubelet refuses a loopback node IP ("nodeIP can't be loopback
+  address") and the API server reaches a kubelet only at its node's InternalIP, so the
+  kubelet listens on the node's end of the veth (port 10250: the namespace is the node's
+  own); it reaches the API server through the launcher's forwarder on 127.0.0.1 inside;
+- cgroup roots `/localkube-PID` in every mounted hierarchy (cgroup v1, driver cgroupfs),
+  under which the kubelet makes `kubepods`: every process in them is a pod's, so stopping
+  kills exactly those;
+- `crane registry serve` on 127.0.0.1:5000 inside the namespace, holding `alpine` (latest,
+  3, 3.19, 3.20) and `busybox` (busybox-static images from node_image) and `python` (latest,
+  3, 3.11: busybox plus the machine's Debian python3.11), which containerd uses for
+  `docker.io`: `alpine` pulls as on any cluster and a typo'd image fails with a real
+  ErrImagePull;
 - containerd with its root, state, socket and netns mounts in the state directory and
   `restrict_oom_score_adj` (this machine lacks CAP_SYS_RESOURCE, without which runc cannot
   give the sandbox oom_score_adj -998);
@@ -22,7 +25,8 @@ can run at once):
   server has no kubelet client certificate; `failCgroupV1: false`, `failSwapOn: false`).
 `stop` kills the pods' processes (through the cgroups), deletes containerd's tasks, stops
 the kubelet, containerd, the shims it started and the registry, unmounts everything under
-the state directory, removes the cgroups and the links. See tests/localkube/README.md.
+the state directory, removes the cgroups, the veth and the namespace. See
+tests/localkube/README.md.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import random
+import re
 import signal
 import subprocess
 import time
@@ -42,11 +46,26 @@ from typing import Any
 import yaml
 
 from tests.localkube import node_build, node_image
-from tests.localkube.processes import Component, StartError, free_port, wait_for
+from tests.localkube.build import BuildError
+from tests.localkube.netns import (
+    BRIDGE,
+    ApiForwarder,
+    NetworkError,
+    NodeNetwork,
+    call_inside,
+)
+from tests.localkube.processes import SERVICE_CIDR, Component, StartError, wait_for
 
 CGROUP_MOUNTS = Path("/sys/fs/cgroup")
+CONTAINER_LOG_LINKS = Path("/var/log/containers")
+CNI_RESULTS = Path("/var/lib/cni/results")
 SANDBOX_IMAGE = "registry.k8s.io/pause:3.10.1"
-IMAGE_TAGS = {"library/alpine": ("latest", "3", "3.19", "3.20"), "library/busybox": ("latest",)}
+BUSYBOX_TAGS: dict[str, tuple[str, ...]] = {
+    "library/alpine": ("latest", "3", "3.19", "3.20"), "library/busybox": ("latest",)}
+PYTHON_TAGS: dict[str, tuple[str, ...]] = {"library/python": ("latest", "3", "3.11")}
+REGISTRY = "127.0.0.1:5000"
+KUBELET_PORT = 10250
+KUBELET_HEALTHZ_PORT = 10248
 CLUSTER_DNS = "10.0.0.10"
 SHIM = "containerd-shim-runc-v2"
 
@@ -76,6 +95,7 @@ state = "{state / 'state'}"
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
         BinaryName = "{bin_dir / 'runc'}"
+        Root = "{state / 'runc'}"
         SystemdCgroup = false
   [plugins."io.containerd.cri.v1.runtime".cni]
     bin_dirs = ["{bin_dir}"]
@@ -108,8 +128,11 @@ def cni_conflist(bridge: str, subnet: str, ipam_dir: Path) -> str:
 
 
 def kubelet_config(address: str, port: int, healthz_port: int, socket: Path,
-                   cgroup_root: str) -> dict[str, Any]:
+                   cgroup_root: str, pod_logs: Path) -> dict[str, Any]:
     return {
+        # Not the shared /var/log/pods: a kubelet's container GC removes every pod log
+        # directory there of a pod it does not know, i.e. another instance's pods' logs.
+        "podLogsDir": str(pod_logs),
         "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
         "address": address, "port": port, "readOnlyPort": 0,
         "healthzBindAddress": "127.0.0.1", "healthzPort": healthz_port,
@@ -151,14 +174,6 @@ def _run(argv: list[str], what: str) -> str:
     return done.stdout
 
 
-def _free_slot() -> int:
-    taken = set(os.listdir("/sys/class/net"))
-    free = [n for n in range(1, 255) if f"lkn{n}" not in taken and f"lkcni{n}" not in taken]
-    if not free:
-        raise StartError("no free localkube node slot (links lkn1..lkn254 all exist)")
-    return random.choice(free)
-
-
 def _cgroup_hierarchies() -> list[Path]:
     hierarchies = []
     with open("/proc/self/mounts", encoding="utf-8") as mounts:
@@ -169,38 +184,45 @@ def _cgroup_hierarchies() -> list[Path]:
     return hierarchies
 
 
+def python_libraries(ldd_outputs: list[str]) -> list[Path]:
+    """The absolute paths `ldd` names (`libc.so.6 => /lib/.../libc.so.6 (0x...)` and the
+    loader's `/lib64/ld-linux-x86-64.so.2 (0x...)`), each once, sorted."""
+    found = set()
+    for text in ldd_outputs:
+        for line in text.splitlines():
+            match = re.search(r"(?:=>\s*)?(/\S+)\s+\(0x", line)
+            if match:
+                found.add(match.group(1))
+    return sorted(Path(path) for path in found)
+
+
 class KubeletNode:
-    """One kubelet node: its files under `state`, its processes, links and cgroups."""
+    """One kubelet node: its files under `state`, its processes, namespace, links, cgroups."""
 
     def __init__(self, state: Path, kubeconfig: Path, log: Callable[[str], Path],
-                 node_name: str) -> None:
+                 node_name: str, api_port: int) -> None:
         self.state = state
         self.kubeconfig = kubeconfig
         self.bin = node_build.bin_dir()
         self.node_name = node_name
-        self.slot = _free_slot()
-        self.address = f"192.0.2.{self.slot}"
-        self.link, self.peer, self.bridge = (f"lkn{self.slot}", f"lkp{self.slot}",
-                                             f"lkcni{self.slot}")
-        self.cgroup_root = f"/localkube-{self.slot}"
+        self.api_port = api_port
+        self.network = NodeNetwork(state, SERVICE_CIDR)
+        self.forwarder: ApiForwarder | None = None
+        self.address = ""  # the node's InternalIP, known once the network is made
+        self.cgroup_root = f"/localkube-{os.getpid()}"
         self.containerd_dir = state / "containerd"
         self.socket = self.containerd_dir / "containerd.sock"
-        registry_port = free_port()
-        self.registry_address = f"127.0.0.1:{registry_port}"
+        inside = self.network.prefix()
         self.registry = Component("registry", [
-            str(self.bin / "crane"), "registry", "serve", "--address", self.registry_address,
+            *inside, str(self.bin / "crane"), "registry", "serve", "--address", REGISTRY,
             "--disk", str(state / "registry")], log("registry"))
         # containerd finds its shim on PATH.
         self.containerd = Component("containerd", [
-            "env", f"PATH={self.bin}:{os.environ.get('PATH', '')}", str(self.bin / "containerd"),
-            "--config", str(self.containerd_dir / "config.toml")],
+            *inside, "env", f"PATH={self.bin}:{os.environ.get('PATH', '')}",
+            str(self.bin / "containerd"), "--config", str(self.containerd_dir / "config.toml")],
             log("containerd"))
-        self.kubelet = Component("kubelet", [
-            str(self.bin / "kubelet"), f"--config={state / 'kubelet.yaml'}",
-            f"--kubeconfig={kubeconfig}", f"--root-dir={state / 'kubelet'}",
-            f"--cert-dir={state / 'kubelet-pki'}", f"--hostname-override={node_name}",
-            f"--node-ip={self.address}", "--v=1"], log("kubelet"))
-        self._links_made = False
+        # Its argv is completed with the node's address in start().
+        self.kubelet = Component("kubelet", [], log("kubelet"))
         self._cgroups_made: list[Path] = []
 
     def components(self) -> tuple[Component, ...]:
@@ -209,9 +231,21 @@ class KubeletNode:
     # -- start ------------------------------------------------------------------------------
 
     def start(self, stopping: Callable[[], bool]) -> None:
-        self._make_links()
+        self.state.mkdir(parents=True, exist_ok=True)
+        try:
+            node_build.check_runtime_needs()
+            addresses = self.network.create()
+        except (NetworkError, BuildError) as exc:
+            raise StartError(str(exc)) from exc
+        self.address = addresses.node_address
+        self.forwarder = ApiForwarder(self.network, self.api_port)
+        self.kubelet.argv = [
+            *self.network.prefix(), str(self.bin / "kubelet"),
+            f"--config={self.state / 'kubelet.yaml'}", f"--kubeconfig={self.kubeconfig}",
+            f"--root-dir={self.state / 'kubelet'}", f"--cert-dir={self.state / 'kubelet-pki'}",
+            f"--hostname-override={self.node_name}", f"--node-ip={self.address}", "--v=1"]
         self._make_cgroups()
-        self._write_configs()
+        self._write_configs(str(addresses.pod_subnet))
         self.registry.start()
         wait_for(self._registry_up, 30, "the registry", self.registry, stopping)
         self._push_images()
@@ -223,15 +257,6 @@ class KubeletNode:
         self._ctr("images", "import", str(pause_tar))
         self.kubelet.start()
 
-    def _make_links(self) -> None:
-        self._links_made = True
-        _run(["ip", "link", "add", self.link, "type", "veth", "peer", "name", self.peer],
-             "making the node's veth pair")
-        _run(["ip", "addr", "add", f"{self.address}/32", "dev", self.link],
-             "giving the node its address")
-        for link in (self.peer, self.link):
-            _run(["ip", "link", "set", link, "up"], f"bringing {link} up")
-
     def _make_cgroups(self) -> None:
         for hierarchy in _cgroup_hierarchies():
             path = hierarchy / self.cgroup_root.lstrip("/")
@@ -242,7 +267,7 @@ class KubeletNode:
                 for name in ("cpuset.cpus", "cpuset.mems"):
                     (path / name).write_text((hierarchy / name).read_text())
 
-    def _write_configs(self) -> None:
+    def _write_configs(self, pod_subnet: str) -> None:
         for directory in ("cni", "state", "root"):
             (self.containerd_dir / directory).mkdir(parents=True, exist_ok=True)
         (self.state / "registry").mkdir()
@@ -250,31 +275,45 @@ class KubeletNode:
             containerd_config(self.containerd_dir, self.bin))
         certs = self.containerd_dir / "certs.d" / "docker.io"
         certs.mkdir(parents=True)
-        (certs / "hosts.toml").write_text(hosts_toml(self.registry_address))
+        (certs / "hosts.toml").write_text(hosts_toml(REGISTRY))
         (self.containerd_dir / "cni" / "10-localkube.conflist").write_text(
-            cni_conflist(self.bridge, f"10.244.{self.slot}.0/24", self.state / "cni-ipam"))
-        config = kubelet_config(self.address, free_port(), free_port(), self.socket,
-                                self.cgroup_root)
+            cni_conflist(BRIDGE, pod_subnet, self.state / "cni-ipam"))
+        config = kubelet_config(self.address, KUBELET_PORT, KUBELET_HEALTHZ_PORT, self.socket,
+                                self.cgroup_root, self.state / "pod-logs")
         (self.state / "kubelet.yaml").write_text(yaml.safe_dump(config))
 
     def _registry_up(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"http://{self.registry_address}/v2/", timeout=2):
-                return True
-        except OSError:
-            return False
+        def ask() -> bool:
+            try:
+                with urllib.request.urlopen(f"http://{REGISTRY}/v2/", timeout=2):
+                    return True
+            except OSError:
+                return False
+        return call_inside(self.network.path, ask)
+
+    def _python_image(self, busybox: bytes, applets: list[str]) -> node_image.Image:
+        """busybox plus the machine's python3.11 (node_build checks that it is there)."""
+        stdlib = Path("/usr/lib") / node_build.PYTHON.name
+        binaries = [node_build.PYTHON, *sorted((stdlib / "lib-dynload").glob("*.so"))]
+        ldd = [_run(["ldd", str(binary)], f"ldd {binary}") for binary in binaries]
+        files, links = node_image.python_files(node_build.PYTHON, stdlib, python_libraries(ldd))
+        return node_image.python_image(busybox, applets, files, links)
 
     def _push_images(self) -> None:
         busybox = node_build.BUSYBOX
         applets = _run([str(busybox), "--list-full"], "listing busybox's applets").split()
-        image = node_image.busybox_image(busybox.read_bytes(), applets)
-        layout = self.state / "images" / "busybox"
-        node_image.write_layout(image, layout)
-        for repository, tags in IMAGE_TAGS.items():
-            for tag in tags:
-                _run([str(self.bin / "crane"), "push", "--insecure", str(layout),
-                      f"{self.registry_address}/{repository}:{tag}"],
-                     f"pushing {repository}:{tag} to the local registry")
+        busybox_bytes = busybox.read_bytes()
+        images: list[tuple[node_image.Image, dict[str, tuple[str, ...]]]] = [
+            (node_image.busybox_image(busybox_bytes, applets), BUSYBOX_TAGS),
+            (self._python_image(busybox_bytes, applets), PYTHON_TAGS)]
+        for number, (image, repositories) in enumerate(images):
+            layout = self.state / "images" / str(number)
+            node_image.write_layout(image, layout)
+            for repository, tags in repositories.items():
+                for tag in tags:
+                    _run([*self.network.prefix(), str(self.bin / "crane"), "push",
+                          "--insecure", str(layout), f"{REGISTRY}/{repository}:{tag}"],
+                         f"pushing {repository}:{tag} to the local registry")
 
     def _ctr(self, *args: str) -> str:
         return _run([str(self.bin / "ctr"), "--address", str(self.socket), "--namespace",
@@ -295,21 +334,36 @@ class KubeletNode:
         """Leave nothing behind; every step runs even when an earlier one failed."""
         self.kubelet.stop(5)
         self._kill_pod_processes()
+        containers: list[str] = []
         if self.containerd.running():
             with contextlib.suppress(StartError, subprocess.TimeoutExpired):
+                containers = self._ctr("containers", "ls", "--quiet").split()
                 for task in self._ctr("tasks", "ls", "--quiet").split():
                     with contextlib.suppress(StartError):
                         self._ctr("tasks", "delete", "--force", task)
         self.containerd.stop(5)
         self._kill_shims()
         self.registry.stop(2)
+        if self.forwarder is not None:
+            self.forwarder.close()
         self._unmount()
         self._remove_cgroups()
-        if self._links_made:
-            for link in (self.link, self.bridge):
-                subprocess.run(["ip", "link", "del", link], capture_output=True,
-                               stdin=subprocess.DEVNULL)
+        self.network.remove()
+        self._remove_shared_files(containers)
 
+    def _remove_shared_files(self, containers: list[str]) -> None:
+        """What the kubelet and CNI write outside the state directory, whatever the
+        configuration: the container log links in /var/log/containers (to our pod-logs) and
+        libcni's cached results of our sandboxes (named by the sandbox's id)."""
+        for link in CONTAINER_LOG_LINKS.glob("*.log"):
+            with contextlib.suppress(OSError):
+                if os.readlink(link).startswith(str(self.state) + "/"):
+                    link.unlink()
+        ids = set(containers)
+        for cached in CNI_RESULTS.glob("*"):
+            if ids.intersection(re.split(r"[-_]", cached.name)):
+                with contextlib.suppress(OSError):
+                    cached.unlink()
     def _pod_pids(self) -> set[int]:
         pids: set[int] = set()
         for root in self._cgroups_made:

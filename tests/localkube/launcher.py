@@ -1,32 +1,37 @@
 """The command line of localkube (`scripts/localkube`).
 
-    serve --kubeconfig FILE [--port N] [--scenario FILE] [--node agent|kubelet]
-        Build what is missing (build.py), start etcd, kube-apiserver,
-        kube-controller-manager, kube-scheduler and the node (the node agent, or with
-        `--node kubelet` or LOCALKUBE_NODE=kubelet the real kubelet with containerd: opt-in,
-        kubelet_node.py) in a state directory of its own, write FILE (context `localkube`,
-        namespace `default`, the admin token, the CA), and print exactly one line on stdout
-        once a pod can run:
+    serve --kubeconfig FILE [--port N] [--scenario FILE] [--node kubelet|agent]
+        Build what is missing (build.py, node_build.py), start etcd, kube-apiserver,
+        kube-controller-manager, kube-scheduler and the node in a state directory of its
+        own: by default the real kubelet with containerd, runc and the CNI bridge in a
+        network namespace of its own (kubelet_node.py, netns.py); with `--node agent` (or
+        LOCALKUBE_NODE=agent, or a `--scenario`, which is the agent's) kubesim's node
+        agent. Writes FILE (context `localkube`, namespace `default`, the admin token, the
+        CA), and prints exactly one line on stdout once a pod can run:
         `localkube: ready on https://127.0.0.1:PORT (kubeconfig FILE)`. Progress and timings
         go to stderr. Runs until SIGTERM or Ctrl-C, then stops every process it started,
-        removes its state directory and exits 0 (1 if it could not start, 2 on bad usage).
-        A scenario file may give the node agent's `images` and kubelet `options` (see
-        kubesim's scenario.py); its other keys are for kubesim only and are refused, and the
-        kubelet node takes none.
-    build [--node agent|kubelet]
+        removes its state directory (and the node's namespace, links, mounts, cgroups) and
+        exits 0 (1 if it could not start, 2 on bad usage). A scenario file may give the node
+        agent's `images` and kubelet `options` (see kubesim's scenario.py); its other keys
+        are for kubesim only and are refused, and the kubelet node takes none.
+    build [--node kubelet|agent] [--install-packages]
         Build what is missing and exit (0, or 1 if the build failed); prints what it built
-        and how long it took on stderr. With the kubelet node, its binaries too.
+        and how long it took on stderr. The kubelet node's binaries too, unless
+        `--node agent`; with `--install-packages` it first apt-get installs the Debian
+        packages the node needs (node_build.APT_PACKAGES) when some are missing (as root,
+        DEBIAN_FRONTEND=noninteractive; scripts/test uses it).
     ctl --kubeconfig FILE restart --down SECONDS | evict NAMESPACE/POD |
         delete-pod NAMESPACE/POD [--grace-period N] | drop-logs [--after-bytes N]
         Faults by real means: stop the kube-apiserver process (SIGTERM, SIGKILL after a
         second: open streams end then), keep it down for SECONDS,
         start it again on the same port (etcd keeps the state; the command returns once it
-        is stopped); a node-pressure eviction by the node agent; a graceful DELETE through
+        is stopped); a node-pressure eviction by the node agent (refused on the kubelet
+        node, as is drop-logs); a graceful DELETE through
         the API, as another actor's `kubectl delete`; the node agent cutting its end of
         every open log stream (now, or after N more bytes each), as a kubelet connection
         that breaks. Prints a JSON answer; exit 1 on error.
 
-"Ready" means: /readyz answers ok, the node agent's Node is registered, the `default`
+"Ready" means: /readyz answers ok, the node is registered (and Ready), the `default`
 service account exists in `default` and `kube-system`, and a canary pod in `kube-system`
 was scheduled, ran and succeeded (then it is deleted). The kubeconfig carries the control
 socket's path in a cluster extension named `localkube`; `ctl` talks to it.
@@ -79,7 +84,8 @@ TEARDOWN_SECONDS = 2.0
 RESTART_GRACE_SECONDS = 1.0
 CANARY = "localkube-canary"
 EXTENSION = "localkube"
-NODES = ("agent", "kubelet")
+NODES = ("kubelet", "agent")
+DEFAULT_NODE = "kubelet"
 
 
 def say(message: str) -> None:
@@ -105,7 +111,7 @@ class ControlRequest:
 class Cluster:
     """Every process and thread of one running localkube."""
 
-    def __init__(self, layout: Layout, scenario_path: str | None, node: str = "agent") -> None:
+    def __init__(self, layout: Layout, scenario_path: str | None, node: str = "kubelet") -> None:
         self.layout = layout
         self.scenario = load_scenario(scenario_path)
         self.stop_requested = threading.Event()
@@ -128,7 +134,7 @@ class Cluster:
             write_component_kubeconfig(kubelet_config, layout.server, layout.pki,
                                        layout.pki.admin)
             self.kubelet_node = KubeletNode(layout.state / "node", kubelet_config, layout.log,
-                                            NODE_NAME)
+                                            NODE_NAME, layout.apiserver_port)
         else:
             self.agent = NodeAgent(self.api, self.scenario, build.RELEASE)
         self.requests: queue.Queue[ControlRequest] = queue.Queue()
@@ -192,7 +198,7 @@ class Cluster:
         return () if self.kubelet_node is None else self.kubelet_node.components()
 
     def _canary(self) -> None:
-        """Run one pod through scheduler, node agent and API: proof that a pod can run."""
+        """Run one pod through scheduler, node and API: proof that a pod can run."""
         path = "/api/v1/namespaces/kube-system/pods"
         self.api.request("POST", path, {
             "apiVersion": "v1", "kind": "Pod", "metadata": {"name": CANARY},
@@ -350,6 +356,8 @@ def serve(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if args.node is None:
+        args.node = "agent" if args.scenario is not None else default_node()
     if args.node == "kubelet" and args.scenario is not None:
         print("localkube: error: the kubelet node takes no scenario (its images are alpine "
               "and busybox in its local registry); drop --scenario or use --node agent",
@@ -413,8 +421,15 @@ def serve(args: argparse.Namespace) -> int:
         say(f"stopped in {time.monotonic() - stopping:.1f}s")
 
 
-def build_only(node: str) -> int:
+def default_node() -> str:
+    return os.environ.get("LOCALKUBE_NODE") or DEFAULT_NODE
+
+
+def build_only(node: str | None, install_packages: bool = False) -> int:
+    node = node or default_node()
     try:
+        if node == "kubelet" and install_packages:
+            node_build.install_packages(say)  # first: a missing package fails fast
         if not build.ensure_built(say):
             say(f"{build.RELEASE} is built: {build.bin_dir()}")
         if node == "kubelet" and not node_build.ensure_built(say):
@@ -482,18 +497,23 @@ def ctl(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="localkube", description="A real Kubernetes control "
-                                  "plane with a node agent, on 127.0.0.1, for the tests.")
+                                  "plane on 127.0.0.1 with a real kubelet node in a network "
+                                  "namespace of its own (or a node agent), for the tests.")
     verbs = top.add_subparsers(dest="command", required=True)
     serve_p = verbs.add_parser("serve", help="build if needed, start a cluster, serve")
     serve_p.add_argument("--kubeconfig", required=True, help="where to write the kubeconfig")
     serve_p.add_argument("--port", type=int, default=0, help="API server port (default: free)")
     serve_p.add_argument("--scenario", help="images and options for the node agent")
     build_p = verbs.add_parser("build", help="build the binaries if they are not cached")
+    build_p.add_argument("--install-packages", action="store_true",
+                         help="first apt-get install what the kubelet node needs (as root; "
+                         "nothing when it is all there)")
     for command in (serve_p, build_p):
-        command.add_argument("--node", choices=NODES,
-                             default=os.environ.get("LOCALKUBE_NODE") or "agent",
-                             help="the node: kubesim's node agent (default) or the real "
-                             "kubelet with containerd (opt-in; default from LOCALKUBE_NODE)")
+        command.add_argument("--node", choices=NODES, default=None,
+                             help="the node: the real kubelet with containerd (default) or "
+                             "kubesim's node agent, for the faults only it makes (ctl evict, "
+                             "drop-logs; the default with --scenario); LOCALKUBE_NODE sets "
+                             "the default")
     ctl_p = verbs.add_parser("ctl", help="inject a fault into a running cluster")
     ctl_p.add_argument("--kubeconfig", required=True, help="the kubeconfig serve wrote")
     faults = ctl_p.add_subparsers(dest="verb", required=True)
@@ -512,10 +532,14 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if default_node() not in NODES:
+        print(f"localkube: error: LOCALKUBE_NODE={default_node()!r}: use one of "
+              f"{', '.join(NODES)}", file=sys.stderr)
+        return 2
     if args.command == "serve":
         return serve(args)
     if args.command == "build":
-        return build_only(args.node)
+        return build_only(args.node, args.install_packages)
     return ctl(args)
 
 

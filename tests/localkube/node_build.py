@@ -1,4 +1,4 @@
-"""The binaries of the kubelet node (opt-in, `serve --node kubelet`): kubelet, containerd,
+"""The binaries of the kubelet node (localkube's default node): kubelet, containerd,
 runc, the CNI plugins, a registry and the pause program, cached beside the control plane's.
 
 Owns their pinned versions and how they are built. The kubelet comes from the control
@@ -6,7 +6,10 @@ plane's own module (`gobuild/kube`, RELEASE, the same version `-ldflags`); the o
 modules without `replace` directives, so `go install MODULE/CMD@VERSION` builds them with
 their own go.sum checks and no module file of ours. runc is cgo and built with the `seccomp`
 tag (it needs libseccomp-dev); the pause program is C of our own (`node/pause.c`), linked
-statically. The images need Debian's `busybox-static` (checked here, used by kubelet_node).
+statically. The images need Debian's `busybox-static` and `python3.11` (checked here, used
+by kubelet_node); running the node needs iproute2's `ip` and util-linux's `unshare` and
+`nsenter` (checked here too, so that a fresh machine learns it all at once).
+APT_PACKAGES is what scripts/test installs on a machine that lacks them.
 Everything goes to `$XDG_CACHE_HOME/kubectl-squarepeg/localkube/RELEASE/node-bin` with a
 stamp of the pins; builds run at `nice -n 19` and say what they build and how long it took.
 """
@@ -14,12 +17,16 @@ stamp of the pins; builds run at `nice -n 19` and say what they build and how lo
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import struct
+import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from tests.localkube import build
+from tests.localkube.build import BuildError
 
 CONTAINERD = ("github.com/containerd/containerd/v2", "v2.2.9")
 RUNC = ("github.com/opencontainers/runc", "v1.4.2")
@@ -27,6 +34,9 @@ CNI_PLUGINS = ("github.com/containernetworking/plugins", "v1.9.1")
 CRANE = ("github.com/google/go-containerregistry", "v0.22.1")
 PAUSE_SOURCE = Path(__file__).resolve().parent / "node" / "pause.c"
 BUSYBOX = Path("/bin/busybox")
+PYTHON = Path("/usr/bin/python3.11")
+APT_PACKAGES = ("gcc", "libc6-dev", "pkg-config", "libseccomp-dev", "busybox-static",
+                "python3.11", "iproute2", "util-linux")
 BINARIES = ("kubelet", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "loopback",
             "bridge", "host-local", "crane", "pause")
 
@@ -60,14 +70,62 @@ def is_static_elf(data: bytes) -> bool:
 def check_prerequisites() -> None:
     """The node's needs beyond Go, each with how to get it."""
     if shutil.which("gcc") is None or shutil.which("pkg-config") is None:
-        raise build.BuildError("the kubelet node needs gcc and pkg-config (runc is cgo): "
+        raise BuildError("the kubelet node needs gcc and pkg-config (runc is cgo): "
                                "apt-get install gcc pkg-config")
     if not (Path("/usr/include/seccomp.h").exists()):
-        raise build.BuildError("the kubelet node needs libseccomp's headers for runc: "
+        raise BuildError("the kubelet node needs libseccomp's headers for runc: "
                                "apt-get install libseccomp-dev")
+    check_runtime_needs()
+
+
+def check_runtime_needs() -> None:
+    """What running the node needs besides its binaries (BuildError says how to get it)."""
+    missing = [tool for tool in ("ip", "unshare", "nsenter", "ldd") if shutil.which(tool) is None]
+    if missing:
+        raise BuildError(f"the kubelet node needs {', '.join(missing)} (its network "
+                               "namespace): apt-get install iproute2 util-linux libc-bin")
+    if not (PYTHON.exists() and (Path("/usr/lib") / PYTHON.name / "os.py").exists()):
+        raise BuildError(f"the kubelet node's python image needs Debian's {PYTHON} "
+                               "and its standard library: apt-get install python3.11")
     if not (BUSYBOX.exists() and is_static_elf(BUSYBOX.read_bytes())):
-        raise build.BuildError(f"the kubelet node's images need a static {BUSYBOX}: "
+        raise BuildError(f"the kubelet node's images need a static {BUSYBOX}: "
                                "apt-get install busybox-static")
+
+
+def missing_packages() -> list[str]:
+    """The APT_PACKAGES dpkg does not list as installed."""
+    missing = []
+    for package in APT_PACKAGES:
+        done = subprocess.run(["dpkg-query", "-W", "-f=${Status}", package],
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if done.returncode != 0 or not done.stdout.endswith(" installed"):
+            missing.append(package)
+    return missing
+
+
+def install_packages(log: Callable[[str], None]) -> None:
+    """`apt-get install` the missing APT_PACKAGES (as root, noninteractive); nothing when
+    they are all there; BuildError when they cannot be (not root, no apt, apt failed)."""
+    if shutil.which("dpkg-query") is None or shutil.which("apt-get") is None:
+        log("no dpkg/apt-get here: the kubelet node's packages are not checked")
+        return
+    missing = missing_packages()
+    if not missing:
+        return
+    command = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing]
+    if os.geteuid() != 0:
+        raise BuildError(f"the kubelet node needs {', '.join(missing)}: "
+                         f"sudo apt-get update && sudo {' '.join(command)}")
+    log(f"installing {', '.join(missing)} with apt-get")
+    began = time.monotonic()
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for argv in (["apt-get", "update", "-q"], command):
+        done = subprocess.run(argv, capture_output=True, text=True, env=env,
+                              stdin=subprocess.DEVNULL)
+        if done.returncode != 0:
+            raise BuildError(f"{' '.join(argv)} failed (exit {done.returncode}):\n"
+                             + "\n".join((done.stderr or done.stdout).splitlines()[-10:]))
+    log(f"installed {', '.join(missing)} in {time.monotonic() - began:.0f}s")
 
 
 def _go_install(packages: list[str], target: Path, ldflags: str, log_file: Path,
@@ -78,8 +136,11 @@ def _go_install(packages: list[str], target: Path, ldflags: str, log_file: Path,
                      {"GOFLAGS": "-buildvcs=false", "GOBIN": str(target)})
 
 
-def ensure_built(log: Callable[[str], None]) -> bool:
-    """Build what is missing; True if something was built."""
+def ensure_built(log: Callable[[str], None], install: bool = False) -> bool:
+    """Build what is missing (with `install`, first apt-get install the packages it needs);
+    True if something was built."""
+    if install:
+        install_packages(log)
     if is_built():
         return False
     check_prerequisites()

@@ -3,7 +3,11 @@
 Owns the bytes only (no processes): `busybox_image` packs a static busybox (Debian's
 `busybox-static`) with a symlink per applet, `/etc/passwd`, `/etc/group` and a 1777 `/tmp`
 into a one-layer image whose default command is `sh` (it stands in for `alpine` and
-`busybox`); `pause_image` packs the sandbox's pause program. `write_layout` writes an image
+`busybox`); `python_image` puts a second layer on it with a Python interpreter copied from
+the machine (Debian's `/usr/bin/python3.11`, the shared libraries `ldd` names for it and its
+extension modules, its standard library without the test suite and the static library), so
+that a command's `python3` runs as in Docker's Debian-based `python` image, whose `sh` it
+also has; `pause_image` packs the sandbox's pause program. `write_layout` writes an image
 as an OCI image layout directory (what `crane push DIR REF` reads) and `layout_tar` as a tar
 of one (what `ctr images import` reads). Layers and archives carry no timestamps, so the same
 inputs give the same digests.
@@ -75,21 +79,44 @@ def single_file_layer(name: str, data: bytes) -> bytes:
     return buffer.getvalue()
 
 
-def image(layer: bytes, config: dict[str, object]) -> Image:
-    """A linux/amd64 image of one layer and the given runtime config (Cmd, Entrypoint, Env)."""
-    compressed = gzip.compress(layer, mtime=0)
+def tree_layer(files: dict[str, Path], links: dict[str, str]) -> bytes:
+    """An uncompressed layer of the machine's `files` (name in the layer: path on the
+    machine; modes kept, times and owners not) and symbolic `links` (name: target)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        directories = sorted({str(Path(name).parent) for name in [*files, *links]} - {"."})
+        for directory in sorted({str(parent) for d in directories
+                                 for parent in [Path(d), *Path(d).parents]} - {"."}):
+            _add_directory(tar, directory, 0o755)
+        for name in sorted(files):
+            source = files[name]
+            _add_file(tar, name, source.read_bytes(), source.stat().st_mode & 0o7777)
+        for name in sorted(links):
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = tarfile.SYMTYPE, links[name]
+            tar.addfile(info)
+    return buffer.getvalue()
+
+
+def image(layer: bytes | list[bytes], config: dict[str, object]) -> Image:
+    """A linux/amd64 image of the layers (bottom first) and the given runtime config (Cmd,
+    Entrypoint, Env)."""
+    layers = layer if isinstance(layer, list) else [layer]
+    # Level 1: the python layer is 30 MB and made at every start; size matters little here.
+    compressed = [gzip.compress(one, compresslevel=1, mtime=0) for one in layers]
     config_blob = json.dumps({
         "architecture": "amd64", "os": "linux", "created": "1970-01-01T00:00:00Z",
-        "config": config, "rootfs": {"type": "layers", "diff_ids": [_digest(layer)]},
+        "config": config,
+        "rootfs": {"type": "layers", "diff_ids": [_digest(one) for one in layers]},
     }, sort_keys=True).encode()
     manifest = json.dumps({
         "schemaVersion": 2, "mediaType": MANIFEST_TYPE,
         "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
                    "digest": _digest(config_blob), "size": len(config_blob)},
         "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
-                    "digest": _digest(compressed), "size": len(compressed)}],
+                    "digest": _digest(one), "size": len(one)} for one in compressed],
     }, sort_keys=True).encode()
-    blobs = {_digest(blob): blob for blob in (config_blob, compressed, manifest)}
+    blobs = {_digest(blob): blob for blob in (config_blob, *compressed, manifest)}
     return Image(blobs, _digest(manifest), len(manifest))
 
 
@@ -97,6 +124,37 @@ def busybox_image(busybox: bytes, applets: list[str]) -> Image:
     return image(busybox_layer(busybox, applets),
                  {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
                   "Cmd": ["/bin/sh"]})
+
+
+PYTHON_SKIPPED = ("test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3",
+                  "config-")
+
+
+def python_files(interpreter: Path, stdlib: Path, libraries: list[Path],
+                 ) -> tuple[dict[str, Path], dict[str, str]]:
+    """The files and links of the python layer: `interpreter` as usr/bin/python3.X with
+    python3 and python linked to it, `stdlib` (its directory, e.g. /usr/lib/python3.11,
+    without PYTHON_SKIPPED), and `libraries` (the dynamic loader and the shared libraries,
+    as `ldd` names them) at the paths they are found at, with the content they link to."""
+    name = interpreter.name
+    files: dict[str, Path] = {f"usr/bin/{name}": interpreter}
+    links = {"usr/bin/python3": name, "usr/bin/python": name}
+    for path in sorted(stdlib.rglob("*")):
+        relative = path.relative_to(stdlib)
+        if relative.parts[0].startswith(PYTHON_SKIPPED) or not path.is_file():
+            continue
+        files[str(stdlib.relative_to("/") / relative)] = path
+    for library in libraries:
+        files[str(library.relative_to("/"))] = library.resolve()
+    return files, links
+
+
+def python_image(busybox: bytes, applets: list[str], files: dict[str, Path],
+                 links: dict[str, str]) -> Image:
+    return image([busybox_layer(busybox, applets), tree_layer(files, links)],
+                 {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                          "LANG=C.UTF-8"],
+                  "Cmd": ["python3"]})
 
 
 def pause_image(pause: bytes) -> Image:

@@ -1,29 +1,37 @@
-"""The opt-in kubelet node (`scripts/localkube serve --node kubelet`, kubelet_node.py): its
-pure parts (images, configuration, mount order), and `kubectl squarepeg` on the real kubelet,
-which is skipped unless the session's localkube runs it (LOCALKUBE_NODE=kubelet; it is not
-the default and not in CI: its build adds minutes, see tests/localkube/README.md).
+"""The kubelet node (localkube's default; kubelet_node.py, netns.py): its pure parts (images,
+configuration, mount order, the choice of its addresses against `ip -j` output), then on the
+session's cluster `kubectl squarepeg` on the real kubelet and where the node's network is,
+and a cluster of the test's own that must leave nothing behind when it stops. The tests of
+a running node are skipped when the session's node is the agent (LOCALKUBE_NODE=agent).
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import gzip
 import hashlib
 import io
+import ipaddress
 import json
 import os
+import random
+import re
 import struct
 import subprocess
 import sys
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import Localkube
-from tests.localkube import build, kubelet_node, node_build, node_image
+from tests.helpers import wait_until
+from tests.kubesim.launcher import descendants
+from tests.localkube import build, kubelet_node, netns, node_build, node_image
 
-KUBELET_NODE = os.environ.get("LOCALKUBE_NODE") == "kubelet"
 SQUAREPEG = str(Path(sys.executable).parent / "kubectl-squarepeg")
 
 
@@ -91,7 +99,8 @@ def test_mounts_are_undone_deepest_first_and_only_ours() -> None:
 
 def test_the_configuration_fits_this_machine() -> None:
     config = kubelet_node.kubelet_config("192.0.2.7", 10250, 10248, Path("/s/c.sock"),
-                                         "/localkube-7")
+                                         "/localkube-7", Path("/s/pod-logs"))
+    assert config["podLogsDir"] == "/s/pod-logs"  # not the /var/log/pods of every kubelet
     assert config["cgroupDriver"] == "cgroupfs" and config["cgroupRoot"] == "/localkube-7"
     assert config["failSwapOn"] is False and config["failCgroupV1"] is False
     assert config["address"] == "192.0.2.7" and config["healthzBindAddress"] == "127.0.0.1"
@@ -128,6 +137,90 @@ def test_a_failed_build_keeps_the_previous_binaries(tmp_path: Path) -> None:
     assert any(line.startswith("built two in ") for line in said)
 
 
+# `ip -j -4 addr` and `ip -j -4 route show table all` of this machine (trimmed): eth0 is
+# 192.0.2.2/24 with its gateway at 192.0.2.1.
+MACHINE_ADDRESSES: list[dict[str, Any]] = [
+    {"ifname": "lo", "addr_info": [{"family": "inet", "local": "127.0.0.1", "prefixlen": 8}]},
+    {"ifname": "eth0", "addr_info": [
+        {"family": "inet", "local": "192.0.2.2", "prefixlen": 24},
+        {"family": "inet6", "local": "fd00::2", "prefixlen": 64}]},
+]
+MACHINE_ROUTES: list[dict[str, Any]] = [
+    {"dst": "default", "gateway": "192.0.2.1", "dev": "eth0"},
+    {"dst": "192.0.2.0/24", "dev": "eth0", "prefsrc": "192.0.2.2"},
+    {"type": "local", "dst": "127.0.0.0/8", "dev": "lo", "table": "local"},
+    {"type": "local", "dst": "192.0.2.2", "dev": "eth0", "table": "local"},
+    {"type": "broadcast", "dst": "192.0.2.255", "dev": "eth0", "table": "local"},
+]
+
+
+def _block_overlaps_machine(block: ipaddress.IPv4Network, addresses: list[dict[str, Any]],
+                            routes: list[dict[str, Any]]) -> bool:
+    return any(block.overlaps(taken) for taken in netns.taken_networks(addresses, routes))
+
+
+def test_the_node_takes_no_address_or_route_of_the_machine() -> None:
+    rng = random.Random(3)
+    for _ in range(200):
+        chosen = netns.choose_block(MACHINE_ADDRESSES, MACHINE_ROUTES, rng=rng)
+        assert not _block_overlaps_machine(chosen.block, MACHINE_ADDRESSES, MACHINE_ROUTES)
+        assert chosen.block.subnet_of(ipaddress.IPv4Network("10.244.0.0/16"))
+        addresses = {chosen.host_address, chosen.node_address}
+        assert all(ipaddress.ip_address(a) in chosen.link for a in addresses)
+        assert not chosen.link.overlaps(chosen.pod_subnet)
+        assert chosen.pod_subnet.subnet_of(chosen.block) and chosen.link.subnet_of(chosen.block)
+    # The old node's choice, 192.0.2.N/32 for N in 1..254, could take eth0's own address or
+    # the gateway's; none of the candidates is in eth0's network.
+    assert not any(block.overlaps(ipaddress.IPv4Network("192.0.2.0/24"))
+                   for block in netns.free_blocks([]))
+
+
+def test_a_taken_block_is_never_chosen_and_the_next_pool_serves() -> None:
+    """Another link's /30 and a route to a block take them; so does the reserved range."""
+    routes = [*MACHINE_ROUTES, {"dst": "10.244.0.0/17", "dev": "wg0"},
+              {"dst": "10.244.128.0/17", "type": "unreachable"}]
+    chosen = netns.choose_block(MACHINE_ADDRESSES, routes, rng=random.Random(1))
+    assert chosen.block.subnet_of(ipaddress.IPv4Network("172.29.0.0/16"))
+    addresses = [*MACHINE_ADDRESSES, {"ifname": "lkh9", "addr_info": [
+        {"family": "inet", "local": "10.244.7.129", "prefixlen": 30}]}]
+    for seed in range(100):
+        block = netns.choose_block(addresses, MACHINE_ROUTES, rng=random.Random(seed)).block
+        assert block != ipaddress.IPv4Network("10.244.7.0/24")
+        reserved = [ipaddress.IPv4Network("10.244.0.0/17")]
+        block = netns.choose_block(MACHINE_ADDRESSES, MACHINE_ROUTES, reserved,
+                                   rng=random.Random(seed)).block
+        assert block.subnet_of(ipaddress.IPv4Network("10.244.128.0/17"))
+
+
+def test_no_free_block_is_refused_with_why() -> None:
+    routes = [*MACHINE_ROUTES, {"dst": "10.0.0.0/8"}, {"dst": "172.16.0.0/12"},
+              {"dst": "192.168.0.0/16"}]
+    with pytest.raises(netns.NetworkError) as refused:
+        netns.choose_block(MACHINE_ADDRESSES, routes)
+    said = str(refused.value)
+    assert "no free /24 for the kubelet node's network" in said
+    assert "10.244.0.0/16" in said and "192.168.0.0/16" in said  # what was tried
+    assert "10.0.0.0/8" in said and "192.0.2.0/24" in said  # what took them
+
+
+def test_the_python_image_holds_what_ldd_names_and_no_test_suite(tmp_path: Path) -> None:
+    ldd = ("\tlinux-vdso.so.1 (0x00007ffd)\n"
+           "\tlibm.so.6 => /lib/x86_64-linux-gnu/libm.so.6 (0x00007f77)\n"
+           "\t/lib64/ld-linux-x86-64.so.2 (0x00007f77)\n")
+    assert kubelet_node.python_libraries([ldd, ldd]) == [
+        Path("/lib/x86_64-linux-gnu/libm.so.6"), Path("/lib64/ld-linux-x86-64.so.2")]
+    stdlib = tmp_path / "usr" / "lib" / "python3.11"
+    for name in ("os.py", "json/__init__.py", "test/test_os.py", "config-3.11-x/libpython.a"):
+        (stdlib / name).parent.mkdir(parents=True, exist_ok=True)
+        (stdlib / name).write_text("#")
+    interpreter = tmp_path / "python3.11"
+    interpreter.write_bytes(b"\x7fELF")
+    files, links = node_image.python_files(interpreter, stdlib, [])
+    names = {name.split("python3.11/")[-1] for name in files}
+    assert names == {"usr/bin/python3.11", "os.py", "json/__init__.py"}
+    assert links["usr/bin/python3"] == "python3.11"
+
+
 @pytest.fixture(scope="module")
 def kubesim(localkube_session: Localkube) -> Iterator[Localkube]:
     yield localkube_session
@@ -139,9 +232,13 @@ def _squarepeg(cluster: Localkube, namespace: str,
                           capture_output=True, stdin=subprocess.DEVNULL, timeout=120)
 
 
-@pytest.mark.skipif(not KUBELET_NODE, reason="opt-in: the session's localkube runs the real "
-                    "kubelet only with LOCALKUBE_NODE=kubelet (tests/localkube/README.md)")
+def _needs_the_kubelet(cluster: Localkube) -> None:
+    if cluster.node != "kubelet":
+        pytest.skip("this session's node is the node agent (LOCALKUBE_NODE=agent)")
+
+
 def test_squarepeg_on_the_real_kubelet(kubesim: Localkube, namespace: str) -> None:
+    _needs_the_kubelet(kubesim)
     nodes = json.loads(kubesim.kubectl("get", "nodes", "-o", "json", check=True).stdout)
     [node] = nodes["items"]
     assert node["status"]["nodeInfo"]["containerRuntimeVersion"].startswith("containerd://")
@@ -155,3 +252,95 @@ def test_squarepeg_on_the_real_kubelet(kubesim: Localkube, namespace: str) -> No
     typo = _squarepeg(kubesim, namespace, "alpinee", "true")
     assert typo.returncode == 125 and b"ErrImagePull" in typo.stderr, typo.stderr
     assert b"docker.io/library/alpinee:latest: not found" in typo.stderr
+
+
+def _ip(*argv: str) -> Any:
+    return json.loads(subprocess.run(["ip", "-j", *argv], capture_output=True, check=True,
+                                     stdin=subprocess.DEVNULL).stdout or b"[]")
+
+
+def _cluster_pids(cluster: Localkube) -> dict[str, int]:
+    """The pid of each of the cluster's processes, by its program's name."""
+    found = {}
+    for pid, _ in descendants(cluster.process.pid):
+        with contextlib.suppress(OSError):
+            found[Path(os.readlink(f"/proc/{pid}/exe")).name] = pid
+    return found
+
+
+def test_the_node_network_is_a_namespace_of_its_own(kubesim: Localkube) -> None:
+    """The kubelet, containerd and the pods' bridge are in a network namespace that is not
+    the machine's; the machine gained one link (the veth's host end) with one address, in a
+    /30 that overlaps no other address or route it has, and the node's InternalIP is not
+    one of the machine's addresses."""
+    _needs_the_kubelet(kubesim)
+    pids = _cluster_pids(kubesim)
+    host = os.readlink("/proc/self/ns/net")
+    node = os.readlink(f"/proc/{pids['kubelet']}/ns/net")
+    assert node != host
+    assert os.readlink(f"/proc/{pids['containerd']}/ns/net") == node
+    assert os.readlink(f"/proc/{pids['kube-apiserver']}/ns/net") == host
+    nodes = json.loads(kubesim.kubectl("get", "nodes", "-o", "json", check=True).stdout)
+    [internal] = [a["address"] for a in nodes["items"][0]["status"]["addresses"]
+                  if a["type"] == "InternalIP"]
+    ours = f"lkh{kubesim.process.pid}"  # scripts/localkube execs the launcher in place
+    addresses, routes = _ip("-4", "addr"), _ip("-4", "route", "show", "table", "all")
+    held = {(link["ifname"], info["local"]) for link in addresses
+            for info in link.get("addr_info") or [] if info.get("family") == "inet"}
+    assert internal not in {address for _, address in held}
+    [(_, host_end)] = [(name, address) for name, address in held if name == ours]
+    link = ipaddress.IPv4Network(f"{host_end}/30", strict=False)
+    assert ipaddress.ip_address(internal) in link
+    others = netns.taken_networks(
+        [a for a in addresses if a["ifname"] != ours],
+        [r for r in routes if r.get("dev") != ours])
+    assert not any(link.overlaps(other) for other in others), others
+    inside = subprocess.run(["nsenter", f"--net=/proc/{pids['kubelet']}/ns/net", "ip", "-j",
+                             "-4", "route"], capture_output=True, check=True).stdout
+    node_routes = json.loads(inside)
+    assert not any(r["dst"] == "default" for r in node_routes), node_routes  # goes nowhere
+    assert {r["dev"] for r in node_routes} == {netns.NODE_LINK, netns.BRIDGE}, node_routes
+
+
+def _mount_points() -> list[str]:
+    return [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+
+
+def test_a_stopped_kubelet_node_leaves_nothing(tmp_path: Path) -> None:
+    """A localkube of the test's own, with a pod running when it is stopped: afterwards no
+    process of it, no link, no mount, no cgroup, no state directory are left, nor the files
+    the kubelet and libcni write outside it (container log links, cached CNI results)."""
+    cluster = Localkube(tmp_path, node="kubelet")
+    launcher = cluster.process.pid
+    try:
+        state = Path(re.findall(r"state in (\S+)", cluster.err.read_text())[-1])
+        run = cluster.kubectl("run", "left", "--image=alpine", "--restart=Never", "--",
+                              "sleep", "600")
+        assert run.returncode == 0, run.stderr
+        wait_until(lambda: b"Running" in cluster.kubectl(
+            "get", "pod", "left", "-o", "jsonpath={.status.phase}").stdout, 60, "Running")
+        assert any(p.startswith(str(state)) for p in _mount_points())
+        assert f"lkh{launcher}" in {link["ifname"] for link in _ip("link")}
+        assert _shared_files_of(state)  # so the check below can see them
+    finally:
+        cluster.stop()  # fails if a process started under it outlived it
+    assert not state.exists()
+    assert not [p for p in _mount_points() if p.startswith(str(state))]
+    assert f"lkh{launcher}" not in {link["ifname"] for link in _ip("link")}
+    assert not list(Path("/sys/fs/cgroup").glob(f"*/localkube-{launcher}"))
+    assert not _shared_files_of(state)
+
+
+def _shared_files_of(state: Path) -> list[Path]:
+    """The container log links into `state` and the cached CNI results naming it."""
+    found = []
+    for link in kubelet_node.CONTAINER_LOG_LINKS.glob("*.log"):
+        with contextlib.suppress(OSError):
+            if os.readlink(link).startswith(f"{state}/"):
+                found.append(link)
+    for cached in kubelet_node.CNI_RESULTS.glob("*"):
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            config = base64.b64decode(json.loads(cached.read_text())["config"])
+            if str(state).encode() in config:
+                found.append(cached)
+    return found

@@ -30,17 +30,26 @@ from tests.kubesim.test_client import (  # noqa: F401 - collected again, on loca
 )
 from tests.localkube.build import RELEASE
 
-# The opt-in kubelet node (tests/localkube/test_kubelet_node.py) has no node agent's faults,
-# and listens on its node address, which the kubelet will not have on loopback.
-KUBELET_NODE = os.environ.get("LOCALKUBE_NODE") == "kubelet"
-agent_only = pytest.mark.skipif(KUBELET_NODE, reason="the node agent's: this session's node "
-                                "is the real kubelet (LOCALKUBE_NODE=kubelet)")
-
 
 @pytest.fixture(scope="module")
 def kubesim(localkube_session: Localkube) -> Iterator[Localkube]:
     """The name the shared fixtures (`namespace`, `api`) ask for."""
     yield localkube_session
+
+
+@pytest.fixture(scope="module")
+def agent_cluster(localkube_session: Localkube,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[Localkube]:
+    """A localkube with the node agent: the session's when its node is the agent, else one
+    of this module's own (the faults `evict` and `drop-logs` are the agent's only)."""
+    if localkube_session.node == "agent":
+        yield localkube_session
+        return
+    cluster = Localkube(tmp_path_factory.mktemp("localkube-agent"), node="agent")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 def test_kubectl_names_the_release(kubesim: Localkube) -> None:
@@ -50,10 +59,10 @@ def test_kubectl_names_the_release(kubesim: Localkube) -> None:
     [node] = json.loads(nodes.stdout)["items"]
     ready = {c["type"]: c["status"] for c in node["status"]["conditions"]}["Ready"]
     assert ready == "True"
-    if KUBELET_NODE:  # its own TEST-NET-1 address: a kubelet refuses a loopback node IP
+    if kubesim.node == "kubelet":  # a kubelet refuses a loopback node IP: its netns's own
         internal = [a["address"] for a in node["status"]["addresses"]
                     if a["type"] == "InternalIP"]
-        assert len(internal) == 1 and internal[0].startswith("192.0.2."), internal
+        assert len(internal) == 1 and not internal[0].startswith("127."), internal
     else:
         assert {"type": "InternalIP", "address": "127.0.0.1"} in node["status"]["addresses"]
 
@@ -66,33 +75,62 @@ def test_the_kubeconfig_is_the_admins_in_namespace_default(kubesim: Localkube) -
     assert done.stdout.strip() == b"yes"
 
 
-def _listening_ports(pids: set[int]) -> list[tuple[str, int]]:
-    """(address, port) of every listening TCP socket the given processes hold."""
+def _net_namespace(pid: int) -> str:
+    return os.readlink(f"/proc/{pid}/ns/net")
+
+
+def _listening(pids: set[int]) -> dict[str, list[tuple[str, int]]]:
+    """(address, port) of every listening TCP socket the given processes hold, by network
+    namespace: a socket is in the table of the namespace it was made in, which need not be
+    its holder's (the launcher holds the API forwarder's listener in the node's)."""
     inodes: set[str] = set()
+    reader: dict[str, int] = {}
     for pid in pids:
-        with_fds = Path(f"/proc/{pid}/fd")
         try:
-            links = [os.readlink(fd) for fd in with_fds.iterdir()]
+            links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
+            reader.setdefault(_net_namespace(pid), pid)
         except OSError:
             continue
         inodes.update(link[8:-1] for link in links if link.startswith("socket:["))
-    found = []
-    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            if fields[3] == "0A" and fields[9] in inodes:  # LISTEN
-                address, port = fields[1].split(":")
-                found.append((address[:width], int(port, 16)))
+    found: dict[str, list[tuple[str, int]]] = {}
+    for namespace, pid in reader.items():
+        for table, width in (("tcp", 8), ("tcp6", 32)):
+            for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and fields[9] in inodes:  # LISTEN
+                    address, port = fields[1].split(":")
+                    found.setdefault(namespace, []).append((address[:width], int(port, 16)))
     return found
 
 
-@agent_only
-def test_nothing_listens_beyond_loopback(kubesim: Localkube) -> None:
+def _hex_address(ip: str) -> str:
+    """/proc/net/tcp's spelling of an IPv4 address (little-endian hex)."""
+    return "".join(f"{int(part):02X}" for part in reversed(ip.split(".")))
+
+
+LOOPBACK = ("0100007F", "00000000000000000000000001000000")  # 127.0.0.1, ::1
+
+
+def test_nothing_listens_beyond_loopback_in_the_machines_network(kubesim: Localkube) -> None:
+    """Every listener in the host's network namespace is on 127.0.0.1; the kubelet node's
+    (its own namespace) listen on its 127.0.0.1 or on the node's address, which only the
+    host's end of its veth reaches."""
     pids = {kubesim.process.pid} | {pid for pid, _ in descendants(kubesim.process.pid)}
-    ports = _listening_ports(pids)
-    assert len(ports) >= 4, ports  # etcd (2), the API server, the node agent
-    loopback = ("0100007F", "00000000000000000000000001000000")  # 127.0.0.1, ::1
-    assert all(address in loopback for address, _ in ports), ports
+    listening = _listening(pids)
+    host = _net_namespace(os.getpid())
+    assert len(listening.get(host, [])) >= 3, listening  # etcd (2), the API server
+    assert all(address in LOOPBACK for address, _ in listening[host]), listening[host]
+    others = {namespace: ports for namespace, ports in listening.items() if namespace != host}
+    if kubesim.node == "agent":
+        assert not others, others
+        assert len(listening[host]) >= 4, listening  # and the node agent
+        return
+    nodes = json.loads(kubesim.kubectl("get", "nodes", "-o", "json", check=True).stdout)
+    [internal] = [a["address"] for a in nodes["items"][0]["status"]["addresses"]
+                  if a["type"] == "InternalIP"]
+    [node_ports] = others.values()  # one namespace: the node's
+    assert (_hex_address(internal), 10250) in node_ports, node_ports  # the kubelet
+    assert all(address in (*LOOPBACK, _hex_address(internal)) for address, _ in node_ports)
 
 
 def _run(kubesim: Localkube, namespace: str, name: str, script: str) -> None:
@@ -117,8 +155,9 @@ def test_a_restarted_api_server_keeps_the_state(kubesim: Localkube, namespace: s
     kubesim.kubectl("delete", "pod", "survivor", "-n", namespace, "--wait=false")
 
 
-@agent_only
-def test_an_eviction_by_the_node(kubesim: Localkube, namespace: str) -> None:
+def test_an_eviction_by_the_node(agent_cluster: Localkube) -> None:
+    """`ctl evict` is the node agent's (refused on the kubelet node: see below)."""
+    kubesim, namespace = agent_cluster, "default"
     _run(kubesim, namespace, "evicted", "sleep 60")
     try:
         # 90 s: run after the restart test, the scheduler's informers may still be in their
@@ -140,3 +179,12 @@ def test_a_fault_only_kubesim_makes_is_refused(kubesim: Localkube) -> None:
     stats = subprocess.run([str(LOCALKUBE), "ctl", "--kubeconfig", str(kubesim.kubeconfig),
                             "stats"], capture_output=True, stdin=subprocess.DEVNULL)
     assert stats.returncode == 2 and b"invalid choice" in stats.stderr
+
+
+def test_the_agents_faults_are_refused_on_the_kubelet_node(kubesim: Localkube) -> None:
+    if kubesim.node != "kubelet":
+        pytest.skip("this session's node is the node agent (LOCALKUBE_NODE=agent)")
+    for verb in (["evict", "default/nothing"], ["drop-logs"]):
+        done = subprocess.run([str(LOCALKUBE), "ctl", "--kubeconfig", str(kubesim.kubeconfig),
+                               *verb], capture_output=True, stdin=subprocess.DEVNULL)
+        assert done.returncode == 1 and b"a fault of the node agent" in done.stderr, done
