@@ -625,6 +625,11 @@ def delete(target: Target, kind: str, name: str) -> Result:
     return run(["delete", kind.lower(), name, *_delete_args(kind)], target)
 
 
+def get_object(target: Target, kind: str, name: str) -> Result:
+    """One Pod or Job as JSON (what a refused create's name belongs to)."""
+    return run(["get", kind.lower(), name, "-o", "json"], target)
+
+
 def logs(target: Target, pod: str, container: str) -> Result:
     """The whole log of a container, at once."""
     return run(["logs", pod, "-c", container], target)

@@ -20,6 +20,11 @@ from tests.kubesim.cluster_testkit import (
 
 NODE = {"name": "n1", "cpu": "2", "memory": "1Gi", "pods": 10, "labels": {"disk": "ssd"}}
 
+# A container that stops on SIGTERM: on a node its command is PID 1, which the kernel
+# shields from any signal it has no handler for (process.py), so a plain `sleep` would
+# ignore a graceful stop and last its whole grace period.
+STOPS_ON_SIGTERM = ["sh", "-c", "trap 'exit 143' TERM; while :; do sleep 0.1; done"]
+
 
 def failed_scheduling(sim: Sim, name: str) -> str:
     def message() -> str | None:
@@ -169,7 +174,7 @@ def test_job_retries_up_to_its_backoff_limit(sim: Sim) -> None:
 
 
 def test_job_active_deadline_fails_it_and_stops_its_pod(sim: Sim) -> None:
-    sim.create_job("work", [container(command=["sleep", "30"])], activeDeadlineSeconds=1)
+    sim.create_job("work", [container(command=STOPS_ON_SIGTERM)], activeDeadlineSeconds=1)
     job = wait_condition(sim, "work", "Failed", seconds=10)
     failed = job["status"]["conditions"][-1]
     assert (failed["reason"], failed["message"]) == (
@@ -192,7 +197,7 @@ def test_job_ttl_after_finished_deletes_job_and_pods(sim: Sim) -> None:
 
 
 def test_background_deletion_collects_the_pods(sim: Sim) -> None:
-    sim.create_job("work", [container(command=["sleep", "30"])])
+    sim.create_job("work", [container(command=STOPS_ON_SIGTERM)])
     pod = wait_until(lambda: [p for p in sim.pods_of_job("work")
                               if p["status"].get("phase") == "Running"], 5, "a running pod")[0]
     name = pod["metadata"]["name"]
@@ -203,7 +208,7 @@ def test_background_deletion_collects_the_pods(sim: Sim) -> None:
 
 
 def test_foreground_deletion_deletes_pods_then_the_job(sim: Sim) -> None:
-    sim.create_job("work", [container(command=["sleep", "30"])])
+    sim.create_job("work", [container(command=STOPS_ON_SIGTERM)])
     pod = wait_until(lambda: [p for p in sim.pods_of_job("work")
                               if p["status"].get("phase") == "Running"], 5, "a running pod")[0]
     name = pod["metadata"]["name"]

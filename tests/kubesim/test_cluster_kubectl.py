@@ -109,7 +109,9 @@ def test_kubectl_get_watch_follows_a_pod_to_its_exit_code(kubesim: Any, namespac
 
 
 def test_kubectl_delete_stops_the_container_gracefully(kubesim: Any, namespace: str) -> None:
-    create(kubesim, namespace, pod("sleeper", ["sleep", "300"]))
+    # It handles SIGTERM: a PID 1 that does not would last its whole grace period (30 s).
+    create(kubesim, namespace, pod("sleeper", ["sh", "-c", "trap 'exit 143' TERM; "
+                                                "while :; do sleep 0.1; done"]))
     wait_until(lambda: phase(kubesim, namespace, "sleeper") == "Running", 20, "Running")
     started = time.monotonic()
     done = kubesim.kubectl("delete", "pod", "sleeper", "-n", namespace)
