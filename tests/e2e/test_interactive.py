@@ -7,6 +7,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import re
 import select
 import signal
 import struct
@@ -28,6 +29,9 @@ from tests.e2e.test_interrupt_e2e import (
 from tests.helpers import wait_for_terminal_size
 
 RUN_SECONDS = 120
+# A container's command is PID 1, which ignores a SIGTERM it has no handler for (`cat`, a
+# shell): a run deleted before its end lasts its grace period, kept short here.
+STOP_TIMEOUT = ("--stop-timeout", "2")
 # localkube's node agent serves the kubelet's containerLogs only; the real API server sends
 # an attach to the kubelet as SPDY (its WebSocket-to-SPDY stream translator), which the agent
 # does not speak. The real kubelet node (`--node kubelet`) does: there they all run.
@@ -157,7 +161,7 @@ def test_a_container_that_never_reads_its_input_reports_its_own_exit_code(
 def test_one_ctrl_c_during_i_deletes_the_pod_and_exits_130(
         squarepeg: Squarepeg, kubesim: Kubesim, namespace: str) -> None:
     # As a terminal sends it to the whole pipeline `producer | squarepeg run -i ...`.
-    process = squarepeg.start("run", "-i", "--name", "reader", "alpine", "cat",
+    process = squarepeg.start("run", "-i", "--name", "reader", *STOP_TIMEOUT, "alpine", "cat",
                               stdin=subprocess.PIPE, start_new_session=True)
     wait_until(lambda: jsonpath(kubesim, namespace, "pod/reader", "{.status.phase}")
                == "Running", 60, "the container to run")
@@ -182,7 +186,7 @@ def test_refused_attach_exits_125_and_leaves_nothing(
     sim = kubesim_factory(NO_ATTACH_RIGHT)
     runner = Squarepeg(sim, "default", tmp_path)
     try:
-        process = runner.start("run", "--context", "kubesim-bob", "-i", "alpine", "cat",
+        process = runner.start("run", "--context", "kubesim-bob", "-i", *STOP_TIMEOUT, "alpine", "cat",
                                stdin=subprocess.PIPE)
         out, err = process.communicate(input=b"never read\n", timeout=RUN_SECONDS)
     finally:
@@ -203,7 +207,7 @@ def test_refused_upgrade_names_the_proxy(kubesim_factory: Any, tmp_path: Path) -
     sim = kubesim_factory({"options": {"refuse_upgrades": True}})
     runner = Squarepeg(sim, "default", tmp_path)
     try:
-        process = runner.start("run", "-i", "alpine", "cat", stdin=subprocess.PIPE)
+        process = runner.start("run", "-i", *STOP_TIMEOUT, "alpine", "cat", stdin=subprocess.PIPE)
         _, err = process.communicate(input=b"x", timeout=RUN_SECONDS)
     finally:
         runner.close()
@@ -256,10 +260,13 @@ class Terminal:
         return self.process.returncode
 
     def close(self) -> None:
+        """Once: a second close could hit an fd number that meanwhile is another's."""
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
-        os.close(self.master)
+        if self.master >= 0:
+            os.close(self.master)
+            self.master = -1
 
 
 @pytest.fixture
@@ -267,6 +274,28 @@ def terminal(squarepeg: Squarepeg) -> Iterator[list[Terminal]]:
     started: list[Terminal] = []
     yield started
     for term in started:
+        term.close()
+
+
+# Lines written before, while and after the attach connects (it takes 0.3 to 1 s): the log
+# shows the first ones, the attach the rest, and some both.
+ACROSS_THE_ATTACH = "for i in $(seq 1 12); do echo line $i; sleep 0.1; done; exit 3"
+ACROSS_RUNS = 20
+
+
+@attach_needed
+def test_it_output_around_the_attach_is_shown_once_with_a_raw_terminals_line_ends(
+        squarepeg: Squarepeg, terminal: list[Terminal]) -> None:
+    # On the real node the log's lines end in `\n` (containerd drops the terminal's `\r`):
+    # shown as they were on the raw terminal they staircased (5 runs of 5), and the line
+    # both streams had was shown twice (`after\nafter\r\n`, 2 of 5).
+    expected = [b"line %d" % i for i in range(1, 13)]
+    for attempt in range(ACROSS_RUNS):
+        term = Terminal(squarepeg, "run", "-q", "-it", "alpine", "sh", "-c", ACROSS_THE_ATTACH)
+        terminal.append(term)
+        assert term.wait() == 3, (attempt, term.output)
+        assert re.findall(rb"line \d+", term.output) == expected, (attempt, term.output)
+        assert re.search(rb"(?<!\r)\n", term.output) is None, (attempt, term.output)
         term.close()
 
 
@@ -395,7 +424,7 @@ def test_sigterm_during_it_keeps_its_two_stage_meaning(
 def test_a_second_sigterm_during_it_leaves_the_pod_and_names_it(
         squarepeg: Squarepeg, terminal: list[Terminal], kubesim: Kubesim, namespace: str,
         tmp_path: Path) -> None:
-    term = Terminal(squarepeg, "run", "-it", "--name", "left", "alpine", "sh", "-c",
+    term = Terminal(squarepeg, "run", "-it", "--name", "left", *STOP_TIMEOUT, "alpine", "sh", "-c",
                     "echo attached-shell; exec sh", env=slow_deletes(tmp_path))
     terminal.append(term)
     term.wait_for(b"attached-shell\r\n")
@@ -416,9 +445,8 @@ def test_refused_attach_on_a_terminal_exits_125_and_gives_the_terminal_back(
         kubesim_factory: Any, tmp_path: Path) -> None:
     sim = kubesim_factory(NO_ATTACH_RIGHT)
     runner = Squarepeg(sim, "default", tmp_path)
-    # Not `sh`: an interactive shell ignores SIGTERM, so its pod, deleted, would take the
-    # whole grace period (30 s) to go.
-    term = Terminal(runner, "run", "-q", "--context", "kubesim-bob", "-it", "alpine", "cat")
+    term = Terminal(runner, "run", "-q", "--context", "kubesim-bob", "-it", *STOP_TIMEOUT,
+                    "alpine", "cat")
     try:
         assert term.wait() == 125, term.output
         settings = termios.tcgetattr(term.master)
