@@ -186,8 +186,8 @@ def test_refused_attach_exits_125_and_leaves_nothing(
     sim = kubesim_factory(NO_ATTACH_RIGHT)
     runner = Squarepeg(sim, "default", tmp_path)
     try:
-        process = runner.start("run", "--context", "kubesim-bob", "-i", *STOP_TIMEOUT, "alpine", "cat",
-                               stdin=subprocess.PIPE)
+        process = runner.start("run", "--context", "kubesim-bob", "-i", *STOP_TIMEOUT,
+                               "alpine", "cat", stdin=subprocess.PIPE)
         out, err = process.communicate(input=b"never read\n", timeout=RUN_SECONDS)
     finally:
         runner.close()
