@@ -401,8 +401,8 @@ def test_no_status_line_in_a_pipe(kubesim_factory: Any, tmp_path: Path) -> None:
 def test_sigterm_during_it_keeps_its_two_stage_meaning(
         squarepeg: Squarepeg, terminal: list[Terminal], kubesim: Kubesim,
         namespace: str) -> None:
-    term = Terminal(squarepeg, "run", "-it", "--name", "term", "alpine", "sh", "-c",
-                    "echo attached-shell; exec sh")
+    term = Terminal(squarepeg, "run", "-it", "--name", "term", *STOP_TIMEOUT, "alpine", "sh",
+                    "-c", "echo attached-shell; exec sh")
     terminal.append(term)
     term.wait_for(b"attached-shell\r\n")
     term.type(b"echo typed\r")
