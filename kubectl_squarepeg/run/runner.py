@@ -8,6 +8,12 @@ one long call: it waits in short slices (watch.SLICE_SECONDS), so the two-stage 
 (interrupt.py) can raise `Interrupted` at any point outside a shield; the create and the
 exit-code extraction are shielded, so a first Ctrl-C lets them finish.
 
+The delete uses the pod's own grace period (`--stop-timeout`) and is not waited for: a run
+stopped early (a signal, a closed pipe) exits once the delete is accepted and says that the
+pod is terminating and for how long at most, since a PID 1 without a SIGTERM handler (a
+shell) keeps it for its whole grace period (docs/decisions/0140-stop-exits-promptly.md); a
+create refused because the name's pod is still terminating says for how long (0141).
+
 The orphan sweep starts on its own thread once the output streams (or, if the container
 never started, at cleanup), provided the create succeeded (a create that failed has
 nothing to ride along with); the exit path waits for it. Kept costs low on purpose
