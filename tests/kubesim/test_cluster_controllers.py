@@ -23,7 +23,15 @@ NODE = {"name": "n1", "cpu": "2", "memory": "1Gi", "pods": 10, "labels": {"disk"
 # A container that stops on SIGTERM: on a node its command is PID 1, which the kernel
 # shields from any signal it has no handler for (process.py), so a plain `sleep` would
 # ignore a graceful stop and last its whole grace period.
-STOPS_ON_SIGTERM = ["sh", "-c", "trap 'exit 143' TERM; while :; do sleep 0.1; done"]
+# It says `ready` once the handler is in place: a SIGTERM before that is dropped too.
+STOPS_ON_SIGTERM = ["sh", "-c", "trap 'exit 143' TERM; echo ready; while :; do sleep 0.1; done"]
+
+
+def ready_job_pod(sim: Sim, job: str) -> dict[str, Any]:
+    """The Job's pod once its command handles SIGTERM."""
+    return wait_until(lambda: [p for p in sim.pods_of_job(job)
+                               if b"ready" in sim.logs(p["metadata"]["name"])], 5,
+                      "a pod whose command handles SIGTERM")[0]
 
 
 def failed_scheduling(sim: Sim, name: str) -> str:
@@ -198,8 +206,7 @@ def test_job_ttl_after_finished_deletes_job_and_pods(sim: Sim) -> None:
 
 def test_background_deletion_collects_the_pods(sim: Sim) -> None:
     sim.create_job("work", [container(command=STOPS_ON_SIGTERM)])
-    pod = wait_until(lambda: [p for p in sim.pods_of_job("work")
-                              if p["status"].get("phase") == "Running"], 5, "a running pod")[0]
+    pod = ready_job_pod(sim, "work")
     name = pod["metadata"]["name"]
     groups = sim.started_groups()
     sim.store.delete("jobs", "default", "work")
@@ -209,8 +216,7 @@ def test_background_deletion_collects_the_pods(sim: Sim) -> None:
 
 def test_foreground_deletion_deletes_pods_then_the_job(sim: Sim) -> None:
     sim.create_job("work", [container(command=STOPS_ON_SIGTERM)])
-    pod = wait_until(lambda: [p for p in sim.pods_of_job("work")
-                              if p["status"].get("phase") == "Running"], 5, "a running pod")[0]
+    pod = ready_job_pod(sim, "work")
     name = pod["metadata"]["name"]
     pod_watch = sim.store.watch("pods", "default", field_selector=f"metadata.name={name}")
     job_watch = sim.store.watch("jobs", "default", field_selector="metadata.name=work")

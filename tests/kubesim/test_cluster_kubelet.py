@@ -70,8 +70,9 @@ def test_running_pod_status_is_complete_and_fast(sim: Sim) -> None:
 
 
 def test_graceful_deletion_sends_sigterm_and_records_143(sim: Sim) -> None:
-    sim.run("p", "sh", "-c", "trap 'exit 143' TERM; while :; do sleep 0.1; done")
-    sim.wait_phase("p", "Running")
+    sim.run("p", "sh", "-c", "trap 'exit 143' TERM; echo ready; while :; do sleep 0.1; done")
+    # Once the handler is in place: a SIGTERM before that would be dropped, as on a node.
+    wait_until(lambda: b"ready" in sim.logs("p"), 5, "the handler to be in place")
     pod_seen = []
     watch = sim.store.watch("pods", "default", field_selector="metadata.name=p")
     sim.store.update("pods", "default", "p", lambda o: o["metadata"].update(
