@@ -239,6 +239,7 @@ def test_foreground_deletion_deletes_pods_then_the_job(sim: Sim) -> None:
 
 def test_orphaned_pod_of_a_missing_job_is_collected(sim: Sim) -> None:
     pod = pod_object("stray", [container(command=["sleep", "30"])])
+    pod["spec"]["terminationGracePeriodSeconds"] = 1  # `sleep` as PID 1 ignores the SIGTERM
     pod["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job",
                                           "name": "gone", "uid": "no-such-uid",
                                           "controller": True, "blockOwnerDeletion": True}]
