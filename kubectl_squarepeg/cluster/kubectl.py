@@ -641,6 +641,11 @@ def list_runs(target: Target, selector: str, *, timeout: float | None = None) ->
     return run(["get", "pods,jobs", "-l", selector, "-o", "json"], target, timeout=timeout)
 
 
+def get_object(target: Target, kind: str, name: str) -> Result:
+    """One Pod or Job as JSON (what a refused create's name belongs to)."""
+    return run(["get", kind.lower(), name, "-o", "json"], target)
+
+
 def logs(target: Target, pod: str, container: str) -> Result:
     """The whole log of a container, at once."""
     return run(["logs", pod, "-c", container], target)

@@ -94,6 +94,20 @@ def is_deleting(obj: Mapping[str, Any]) -> bool:
     return bool(_meta(obj).get("deletionTimestamp"))
 
 
+def deletion_deadline(obj: Mapping[str, Any]) -> datetime | None:
+    """When an object being deleted is due to go: a pod's `deletionTimestamp` is the end of
+    its grace period (the time of the delete plus the grace period), when the kubelet kills
+    whatever still runs; None when it is not being deleted."""
+    return parse_time(_meta(obj).get("deletionTimestamp"))
+
+
+def grace_period(pod: Mapping[str, Any]) -> int | None:
+    """The pod's terminationGracePeriodSeconds (`--stop-timeout`; the API server's default
+    is 30), or None when the object does not say."""
+    value = _map(pod.get("spec")).get("terminationGracePeriodSeconds")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _container_statuses(pod: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
     status = _status(pod)
     for key in ("initContainerStatuses", "containerStatuses"):
@@ -255,10 +269,23 @@ def outcome(pod: Mapping[str, Any], container: str = MAIN) -> Outcome:
             RUNNER_FAILED, f"container {container} of pod {pod_name} has no exit code", False
         )
     if reason == "OOMKilled":
-        return Outcome(
-            code, f"container {container} of pod {pod_name} was OOMKilled (exit code {code})"
-        )
+        return Outcome(code, oom_message(pod_name, container, code))
     return Outcome(code)
+
+
+def oom_message(pod_name: str, container: str, code: int) -> str:
+    """The line for a container the runtime reports `OOMKilled`. The runtime says so when
+    the kernel killed any process of the container's memory cgroup: the main process
+    (exit code 137), or only a child of it while the main process went on and chose its own
+    code (`reason: OOMKilled`, exit code 0, phase Succeeded on the real node). The code is
+    the container's either way (docs/decisions/0142-oom-killed-child.md)."""
+    if code == OOM_EXIT_CODE:
+        return f"container {container} of pod {pod_name} was OOMKilled (exit code {code})"
+    return (
+        f"a process in container {container} of pod {pod_name} was killed for lack of "
+        f"memory (OOMKilled); the container's main process went on and exited {code}; "
+        "more memory: --memory"
+    )
 
 
 def start_failure(pod_name: str, container: str, message: str) -> Outcome:

@@ -3,8 +3,10 @@
 Owns what Ctrl-C or SIGTERM means while a resource of ours exists on the cluster:
 
 - the first signal raises `Interrupted` in the main thread, so the run unwinds into its
-  cleanup (stop the logs, delete unless kept, sweep, exit 130), and says that a second
-  one leaves the resource running;
+  cleanup (stop the logs, delete unless kept, sweep, exit 130), and says so in one line;
+  only if that cleanup is still going HINT_SECONDS later does a second line say what a
+  second signal would do (a hint printed when squarepeg has already exited, or is about
+  to, would be about nothing: docs/decisions/0140-stop-exits-promptly.md);
 - the second signal abandons everything at once: it prints the resource's name and the
   kubectl commands to manage it, ends the kubectl children, gives back what they held
   (`on_abandon`: the terminal `run -it` made raw) and exits 130.
@@ -53,6 +55,10 @@ _REDELIVER_SECONDS = 0.05
 # How long a raised first stage may take to reach the run's `except` before it is raised
 # again (it was swallowed; while it is still on its way out, it is left alone).
 _UNCAUGHT_SECONDS = 0.2
+# How long the first stage's cleanup may take before a line says that a second signal
+# abandons it: a cleanup usually ends within 0.1 s (the delete is one request, prepared
+# while the container ran), and then there is no second stage to speak of.
+HINT_SECONDS = 2.0
 
 
 class Progress:
@@ -161,6 +167,41 @@ class _Redelivery:
                 self._resend(due[1])
 
 
+class _DelayedLine:
+    """One line printed `seconds` after `arm` (from a signal handler: it only sets an
+    Event), unless `cancel` came first; after `cancel` returns it is never printed. The
+    thread is started with the handler, because a signal handler must not start one."""
+
+    def __init__(self, console: Console, seconds: float, text: Callable[[], str]) -> None:
+        self._console = console
+        self._seconds = seconds
+        self._text = text
+        self._armed = threading.Event()
+        self._cancelled = threading.Event()
+        self._lock = threading.Lock()
+        self._done = False
+        self._thread = threading.Thread(target=self._wait, name="interrupt-hint", daemon=True)
+        self._thread.start()
+
+    def arm(self) -> None:
+        self._armed.set()
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._done = True
+        self._cancelled.set()
+        self._armed.set()
+
+    def _wait(self) -> None:
+        self._armed.wait()
+        if self._cancelled.wait(self._seconds):
+            return
+        with self._lock:
+            if not self._done:
+                self._done = True
+                self._console.warn(self._text())
+
+
 class TwoStageInterrupt:
     """The handler's state: how many signals arrived and whether one waits to be raised."""
 
@@ -184,6 +225,7 @@ class TwoStageInterrupt:
         self._redelivering = False
         self._uncaught = False  # a first-stage Interrupted raised, the run not yet told of it
         self._redelivery: _Redelivery | None = None
+        self._hint: _DelayedLine | None = None
         self._previous_unraisable: Callable[[sys.UnraisableHookArgs], object] | None = None
         self._installed = False
         self._previous: dict[int, object] = {}
@@ -206,6 +248,7 @@ class TwoStageInterrupt:
         if threading.current_thread() is not threading.main_thread():
             return False
         self._redelivery = _Redelivery(self._redeliver)
+        self._hint = _DelayedLine(self._console, HINT_SECONDS, self._still_stopping_message)
         self._previous_unraisable = sys.unraisablehook
         sys.unraisablehook = self._unraisable
         for signum in stoppable(SIGNALS):
@@ -225,6 +268,13 @@ class TwoStageInterrupt:
             sys.unraisablehook = self._previous_unraisable
         if self._redelivery is not None:
             self._redelivery.close()
+        self.stopped()
+
+    def stopped(self) -> None:
+        """The run's cleanup is over: the hint about a second signal is not printed from
+        now on (squarepeg is on its way out, and a second signal would change nothing)."""
+        if self._hint is not None:
+            self._hint.cancel()
 
     def _unraisable(self, unraisable: sys.UnraisableHookArgs) -> None:
         """Python's report of an exception it swallowed: not a word of it for the first
@@ -273,10 +323,14 @@ class TwoStageInterrupt:
         if self._signals == 1:
             self._signal_name = signal.Signals(signum).name
             self._console.warn(self._first_message())
+            if self._hint is not None:
+                self._hint.arm()
             self._pending = True
             self._raise_if_clear(signum, frame)
         else:
             self._pending = False
+            if self._hint is not None:
+                self._hint.cancel()
             for line in self._abandon_messages():
                 self._console.warn(line)
             self._console.close()  # the threads ended next have nothing to add
@@ -311,13 +365,22 @@ class TwoStageInterrupt:
     def _first_message(self) -> str:
         ref = self.resource.ref
         if self.resource.keep:
+            return f"interrupted ({self._signal_name}): stopping; {ref} is kept"
+        return f"interrupted ({self._signal_name}): stopping and deleting {ref}"
+
+    def _still_stopping_message(self) -> str:
+        """Printed only while the cleanup still runs HINT_SECONDS after the first signal."""
+        ref = self.resource.ref
+        if self.resource.keep:
+            return f"still stopping after {HINT_SECONDS:g}s; press Ctrl-C again to exit at once"
+        if self.progress.delete_sent:
             return (
-                f"interrupted ({self._signal_name}): stopping; {ref} is kept; "
-                "press Ctrl-C again to stop at once"
+                f"still deleting {ref} after {HINT_SECONDS:g}s; press Ctrl-C again to stop "
+                "waiting for the API server and exit at once"
             )
         return (
-            f"interrupted ({self._signal_name}): stopping, deleting {ref} and sweeping "
-            f"orphans; press Ctrl-C again to leave {ref} running"
+            f"still stopping after {HINT_SECONDS:g}s; press Ctrl-C again to leave {ref} "
+            "running and exit at once"
         )
 
     def _abandon_messages(self) -> list[str]:

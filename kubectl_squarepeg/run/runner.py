@@ -8,6 +8,12 @@ one long call: it waits in short slices (watch.SLICE_SECONDS), so the two-stage 
 (interrupt.py) can raise `Interrupted` at any point outside a shield; the create and the
 exit-code extraction are shielded, so a first Ctrl-C lets them finish.
 
+The delete uses the pod's own grace period (`--stop-timeout`) and is not waited for: a run
+stopped early (a signal, a closed pipe) exits once the delete is accepted and says that the
+pod is terminating and for how long at most, since a PID 1 without a SIGTERM handler (a
+shell) keeps it for its whole grace period (docs/decisions/0140-stop-exits-promptly.md); a
+create refused because the name's pod is still terminating says for how long (0141).
+
 The orphan sweep starts on its own thread once the output streams (or, if the container
 never started, at cleanup), provided the create succeeded (a create that failed has
 nothing to ride along with); the exit path waits for it. Kept costs low on purpose
@@ -21,11 +27,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from kubectl_squarepeg.cluster import complaints, kubectl, podstate
 from kubectl_squarepeg.cluster.commands import Commands
@@ -160,6 +167,46 @@ def rejection(
     return ClusterError(f"cannot create {ref} in namespace {namespace}: {reason}", hint)
 
 
+# The API server's word for a create whose name belongs to an object being deleted
+# (`AlreadyExists: object is being deleted: pods "x" already exists`).
+BEING_DELETED = "object is being deleted"
+# How long after its deletionTimestamp a pod may still be listed: the kubelet confirms the
+# deletion once the container is stopped (0.17 s measured on the real node for a finished
+# pod; a second or two more at the end of a grace period).
+CONFIRM_SLACK_SECONDS = 5
+
+
+def terminating_refusal(
+    kind: str, name: str, commands: Commands, found: kubectl.Result, now: float | None = None
+) -> ClusterError:
+    """A create refused because the name's earlier owner is still terminating: not a name
+    to delete (it is being deleted), but one to wait for, and for how long at most: its
+    `deletionTimestamp` is when its grace period ends and the kubelet kills what is left."""
+    ref = f"{kind.lower()}/{name}"
+    where = f"in namespace {commands.namespace}"
+    deadline = None
+    if found.ok:
+        try:
+            deadline = podstate.deletion_deadline(json.loads(found.stdout))
+        except ValueError:
+            deadline = None
+    if deadline is None:
+        return ClusterError(
+            f"cannot create {ref} {where}: an earlier {ref} was still terminating",
+            "it is gone now, or within its grace period (--stop-timeout, 30 s by default): "
+            "run again, or choose another --name",
+        )
+    left = max(0, math.ceil(deadline.timestamp() - (time.time() if now is None else now)))
+    timeout = f"--timeout={left + CONFIRM_SLACK_SECONDS}s"
+    wait = commands.kubectl("wait", "--for=delete", ref, timeout)
+    return ClusterError(
+        f"cannot create {ref} {where}: an earlier {ref} is still terminating; its grace "
+        f"period ends in {left}s at most ({deadline:%H:%M:%S} UTC), when it is killed if "
+        "it has not exited",
+        f"wait for it with `{wait}` and run again, or choose another --name",
+    )
+
+
 def _create_namespace(commands: Commands, namespace: str) -> str:
     return commands.kubectl("create", "namespace", namespace, namespaced=False)
 
@@ -240,6 +287,12 @@ class Run:
         self._attach: kubectl.Child | None = None
         self._attach_failed_at: float | None = None
         self._terminal: terminal.TerminalSession | None = None
+        # What the cleanup of a run stopped early (a signal, a closed pipe) must tell: that
+        # the container was still running, and the grace period it now has to exit.
+        self.stopped_early = False
+        self._container_running = False
+        self._grace_seconds: int | None = None
+        self._tty_log_out: Any = None  # -t without -i: the log's line ends, converted
 
     # -- phases
 
@@ -259,7 +312,7 @@ class Run:
         with self.shields.shield():
             result = kubectl.collect(self._start_create_and_watch())
             if not result.ok and not refused_before_sending(result):
-                raise rejection(result, self.plan.kind, self.plan.name, self.commands)
+                raise self._refusal(result)
             self._note_created(result)
         waited, pause = 0.0, CREATE_RETRY_FIRST_PAUSE
         while not result.ok:
@@ -274,8 +327,20 @@ class Run:
                 manifest = _manifest_bytes(self.plan)
                 result = kubectl.collect(self._start_create(manifest))
                 if not result.ok and not refused_before_sending(result):
-                    raise rejection(result, self.plan.kind, self.plan.name, self.commands)
+                    raise self._refusal(result)
                 self._note_created(result)
+
+    def _refusal(self, result: kubectl.Result) -> ClusterError:
+        """The create's refusal as the user should see it (`rejection`), or, for a name
+        whose earlier owner is still terminating, how long it may take at most."""
+        if BEING_DELETED not in result.error_text:
+            return rejection(result, self.plan.kind, self.plan.name, self.commands)
+        return terminating_refusal(
+            self.plan.kind,
+            self.plan.name,
+            self.commands,
+            kubectl.get_object(self.target, self.plan.kind, self.plan.name),
+        )
 
     def _note_created(self, result: kubectl.Result) -> None:
         if not result.ok:
@@ -316,6 +381,11 @@ class Run:
     def _reader_gone(self) -> bool:
         return self._logs is not None and self._logs.reader_gone
 
+    @property
+    def reader_gone(self) -> bool:
+        """stdout's reader went away (`| head -1`): the run stopped early."""
+        return self._reader_gone()
+
     def start_logs(self, pod: str, out: BinaryIO | None = None) -> None:
         if self._follower_factory is None:
             from kubectl_squarepeg.run import logs  # after the create: nothing before it waits
@@ -353,6 +423,14 @@ class Run:
                     self.target, pod, MAIN, stdin_fd=self._stdin_fd, stdout_fd=relay
                 )
             )
+            return
+        if options.tty:
+            # -t alone: the log is the output, with `\n` line ends on every cluster
+            # (terminal/lineends.py).
+            from kubectl_squarepeg.terminal.lineends import LogLineEndsOut
+
+            self._tty_log_out = LogLineEndsOut(self._out)
+            self.start_logs(pod, out=self._tty_log_out)
             return
         self.start_logs(pod)
         if options.interactive:
@@ -394,6 +472,8 @@ class Run:
         self.console.end_progress()
         pod = self._watch.pod_name or self.plan.name
         if started.type != "DELETED":
+            self._container_running = not podstate.has_finished(started.pod)
+            self._grace_seconds = podstate.grace_period(started.pod)
             self._start_output(pod)
             self._prepare_delete()
         # After the log stream's start, so that its kubectl does not delay the output's.
@@ -403,6 +483,7 @@ class Run:
         )
         if outcome is None:
             raise ReaderGone("stdout was closed by its reader")
+        self._container_running = False
         # The exit code is known: a first Ctrl-C from here on lets the output drain and
         # the code be reported, then exits 130 (the shield raises it at its end).
         with self.shields.shield():
@@ -411,6 +492,9 @@ class Run:
             if self._logs is not None and not self._logs.finish(LOG_DRAIN_SECONDS):
                 # The user's only copy of the rest is the pod's log: it stays.
                 self._keep_for_output = True
+            if self._tty_log_out is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    self._tty_log_out.close()
             if outcome.start_failure:
                 said = outcome.message or ""
                 raise StartupError(
@@ -498,6 +582,25 @@ class Run:
                 f"could not delete {self.resource.ref} in namespace {self.namespace}: "
                 f"{result.error_text}; delete it yourself: {self.resource.delete_command()}"
             )
+        elif self.stopped_early and self._container_running:
+            self.console.notice(self._terminating_message())
+
+    def _terminating_message(self) -> str:
+        """After a stop (a signal, a closed pipe) deleted a pod whose container still ran:
+        squarepeg exits now, the pod goes on its own time (docs/decisions/0140)."""
+        grace = self._grace_seconds
+        within = f"within {grace}s" if grace is not None else "within its grace period"
+        ref = self.resource.ref
+        if self.plan.kind == "Job":
+            return (
+                f"{ref} is deleted; its pod is terminating: its container was sent SIGTERM "
+                f"and is killed if it has not exited {within} (--stop-timeout)"
+            )
+        return (
+            f"{ref} is terminating: its container was sent SIGTERM and is killed if it has "
+            f"not exited {within} (--stop-timeout); the name {self.plan.name} is taken "
+            "until then"
+        )
 
     def _delete_until_reached(self) -> kubectl.Result:
         """The plain delete, tried again while the API server cannot be reached. The pauses
@@ -567,8 +670,10 @@ def run_lifecycle(plan: Plan, connection: Connection, console: Console) -> int:
                 code = INTERRUPTED
             finally:
                 handler.caught()
+                run.stopped_early = handler.interrupted or run.reader_gone
                 with handler.shield(raise_pending=False):
                     run.cleanup()
+                handler.stopped()  # no hint about a second signal from here on
             return handler.exit_code if handler.interrupted else code
     except Interrupted:
         # A first signal in the instant before the run began or after its cleanup ended:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import select
 import signal
 import struct
 import termios
@@ -29,6 +30,8 @@ from typing import Any, BinaryIO, Protocol
 from kubectl_squarepeg.terminal.splice import Splice
 
 _READ_BYTES = 65536
+# How often the relay lets the splice look at the time while the attach is quiet.
+_TICK_SECONDS = 0.1
 
 
 class _Child(Protocol):
@@ -49,7 +52,7 @@ class _LogSide:
         self._session = session
 
     def write(self, data: bytes) -> int:
-        self._session._emit(self._session.splice.from_log(data))
+        self._session._spliced(self._session.splice.from_log, data)
         return len(data)
 
     def flush(self) -> None:
@@ -78,12 +81,15 @@ class TerminalSession:
         self._previous_winch: Any = None
         self._closed = False
 
-    def _emit(self, data: bytes) -> None:
-        if not data:
-            return
-        with self._lock, contextlib.suppress(OSError, ValueError):
-            self._out.write(data)
-            self._out.flush()
+    def _spliced(self, feed: Callable[[bytes], bytes], data: bytes) -> None:
+        """One step of the splice and its output, in one piece: the log's thread and the
+        relay's both feed it, and what each returns must reach the terminal in order."""
+        with self._lock:
+            shown = feed(data)
+            if shown:
+                with contextlib.suppress(OSError, ValueError):
+                    self._out.write(shown)
+                    self._out.flush()
 
     def start(self, launch: Callable[[int], _Child]) -> _Child:
         """Open the relay, size it as the terminal, launch kubectl on it (`launch(slave)`)."""
@@ -124,12 +130,16 @@ class TerminalSession:
         assert master is not None
         while True:
             try:
-                data = os.read(master, _READ_BYTES)
-            except OSError:  # EIO: kubectl, the slave's last holder, has exited
+                ready = select.select([master], [], [], _TICK_SECONDS)[0]
+                data = os.read(master, _READ_BYTES) if ready else None
+            except (OSError, ValueError):  # EIO: kubectl, the slave's last holder, has exited
                 data = b""
+            if data is None:
+                self._spliced(lambda _: self.splice.tick(), b"")
+                continue
             if not data:
                 return
-            self._emit(self.splice.from_attach(data))
+            self._spliced(self.splice.from_attach, data)
 
     def finish(self, seconds: float) -> None:
         """The container has ended: wait for kubectl to end and its output to be relayed."""

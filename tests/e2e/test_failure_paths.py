@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import Localkube
 from tests.e2e.conftest import (
     CLIENT_SIDE_LOG_DROP,
     NODE_AGENT,
@@ -28,7 +29,10 @@ from tests.e2e.conftest import (
     wait_until,
 )
 
-SLEEPER = ("alpine", "sh", "-c", "echo ready; sleep 120")
+# The shell is PID 1 and has no SIGTERM handler: a deleted sleeper lasts its grace period,
+# on the real node and on kubesim alike; a short one keeps the tests short.
+STOP_TIMEOUT = ("--stop-timeout", "2")
+SLEEPER = (*STOP_TIMEOUT, "alpine", "sh", "-c", "echo ready; sleep 120")
 
 
 def named_commands(text: str) -> list[list[str]]:
@@ -158,7 +162,8 @@ def test_output_that_cannot_be_completed_keeps_the_pod_and_says_how_to_read_it(
 def test_a_pipe_closed_by_its_reader_is_not_blamed(
     squarepeg: Squarepeg, kubesim: Any, namespace: str
 ) -> None:
-    process = squarepeg.start("run", "alpine", "sh", "-c", "while true; do echo y; done")
+    process = squarepeg.start("run", "--name", "yes", *STOP_TIMEOUT, "alpine", "sh", "-c",
+                              "while true; do echo y; done")
     assert process.stdout is not None
     assert process.stdout.readline() == b"y\n"
     process.stdout.close()  # what `| head -1` does once it has its line
@@ -166,6 +171,9 @@ def test_a_pipe_closed_by_its_reader_is_not_blamed(
     done = squarepeg.finish(process, timeout=60)
     assert done.code == 141, done.stderr  # as any writer whose reader left (SIGPIPE)
     assert not any("warning" in line or "error" in line for line in done.lines), done.lines
+    # It does not wait for the pod, whose shell ignores the SIGTERM: it says so.
+    assert done.has_line("pod/yes is terminating", "killed if it has not exited within 2s"), \
+        done.lines
     wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be deleted")
 
 
@@ -173,7 +181,8 @@ def test_run_piped_into_head_prints_its_line_without_a_warning(
     squarepeg: Squarepeg, kubesim: Any, namespace: str
 ) -> None:
     """The pipeline itself, as typed in a shell: `kubectl squarepeg run ... | head -1`."""
-    argv = squarepeg.argv(("run", "alpine", "sh", "-c", "while true; do echo y; done"), True)
+    argv = squarepeg.argv(("run", *STOP_TIMEOUT, "alpine", "sh", "-c",
+                           "while true; do echo y; done"), True)
     done = subprocess.run(
         ["sh", "-c", f"{shlex.join(argv)} | head -1"],
         env=isolated_env(kubesim, squarepeg.home), cwd=squarepeg.cwd,
@@ -311,9 +320,9 @@ def test_sighup_cleans_up_and_exits_129(
     assert done.code == 129, done.stderr
     # What a first Ctrl-C says, once, and nothing more (no error line after it).
     said = [line for line in done.lines if "interrupted" in line or "error:" in line]
-    assert said == ["squarepeg: warning: interrupted (SIGHUP): stopping, deleting pod/hungup "
-                    "and sweeping orphans; press Ctrl-C again to leave pod/hungup running"], \
+    assert said == ["squarepeg: warning: interrupted (SIGHUP): stopping and deleting pod/hungup"], \
         done.lines
+    assert done.has_line("pod/hungup is terminating"), done.lines
     wait_until(lambda: names(kubesim, namespace) == [], 30, "the pod to be deleted")
 
 
@@ -444,3 +453,31 @@ def test_quiet_keep_still_prints_the_kept_name(
     finally:
         kubesim.kubectl("delete", "pod", "quiet-kept", "-n", namespace, "--wait=false")
 
+
+
+# --- memory -----------------------------------------------------------------------------------
+
+
+def _kubelet_node(cluster: Any) -> bool:
+    """A localkube cluster whose node is the real kubelet (its Node's osImage is the host's,
+    the agent's says `kubesim`)."""
+    if not isinstance(cluster, Localkube):
+        return False
+    done = cluster.kubectl("get", "nodes", "-o", "jsonpath={.items[*].status.nodeInfo.osImage}")
+    return done.stdout.decode().split() != ["kubesim"]
+
+
+def test_a_child_killed_for_lack_of_memory_keeps_the_exit_code_and_says_so(
+    squarepeg: Squarepeg, kubesim: Any
+) -> None:
+    if not _kubelet_node(kubesim):
+        pytest.skip("the kernel's OOM killer takes one process of the cgroup on a real node; "
+                    "kubesim's memory monitor kills the whole group (tests/kubesim/README.md)")
+    # awk doubles a string until the cgroup's limit: the kernel kills awk, the shell goes on.
+    done = squarepeg("run", "--memory", "32m", "alpine", "sh", "-c",
+                     "awk 'BEGIN { s = \"x\"; while (1) s = s s }'; echo survived $?")
+    # The shell's `Killed` (its stderr) comes through the log too.
+    assert (done.code, done.stdout) == (0, b"Killed\nsurvived 137\n"), done.stderr
+    assert done.has_line("warning: a process in container main of pod",
+                         "killed for lack of memory (OOMKilled)", "went on and exited 0"), \
+        done.lines

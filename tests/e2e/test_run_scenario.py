@@ -26,7 +26,10 @@ SCENARIO: dict[str, Any] = {
          "message": "images must be pinned"},
         {"type": "add-label", "name": "labeler.example.com", "labels": {"team": "blue"}},
         {"type": "add-sidecar", "name": "sidecar.example.com", "namespaces": ["sidecars"],
-         "container": {"name": "proxy", "image": "busybox", "command": ["sleep", "3600"]}},
+         # It stops on SIGTERM: as PID 1, a bare `sleep` would ignore it (on a node and in
+         # kubesim) and keep the deleted pod for its whole grace period.
+         "container": {"name": "proxy", "image": "busybox",
+                       "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]}},
     ],
     "tokens": {
         "limited-token": {

@@ -156,7 +156,9 @@ def test_sweep_deletes_both_categories_and_nothing_else(
         assert not any(p in done.stderr for p in job_pods)  # never deleted directly
     finally:
         for name in ("kept-finished", "still-running", "someone-elses"):
-            kubesim.kubectl("delete", "pod", name, "-n", namespace, "--wait=false")
+            # --grace-period: `sleep` as PID 1 ignores the SIGTERM (kubesim and a real node)
+            kubesim.kubectl("delete", "pod", name, "-n", namespace, "--wait=false",
+                            "--grace-period=1")
 
 
 def test_300_orphans_cost_the_same_kubectl_calls_as_3(

@@ -299,7 +299,12 @@ class Api:
             try:
                 return self.store.create(r.plural, obj, dry_run=dry_run, uid=uid)
             except AlreadyExists:
-                raise apierrors.already_exists(r.plural, r.group, meta["name"]) from None
+                error = apierrors.already_exists(r.plural, r.group, meta["name"])
+                existing = self.store.get_raw(r.plural, route.namespace, meta["name"])
+                if existing is not None and existing["metadata"].get("deletionTimestamp"):
+                    # The API server's own words for a name whose object is terminating.
+                    error.message = f"object is being deleted: {error.message}"
+                raise error from None
 
     # -- read ----------------------------------------------------------------------------
 

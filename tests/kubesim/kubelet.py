@@ -10,7 +10,8 @@ Owns the pod-level life on a node; one `PodWorker` (a thread) per pod, one `Cont
   its own status the moment it changes (an exited main container shows terminated while its
   sidecar still runs), and every write recomputes phase and conditions (podstatus.py).
 - Graceful deletion: when the API server sets `deletionTimestamp`, the kubelet records
-  Killing, sends SIGTERM to every running container's process group, waits
+  Killing, sends SIGTERM to every running container (its main process, which as PID 1
+  ignores it without a handler: process.py), waits
   `deletionGracePeriodSeconds` (else the pod's terminationGracePeriodSeconds, else 30),
   SIGKILLs what is left, writes the final status (phase Failed, or Succeeded if every
   container exited 0) and deletes the pod from the Store.

@@ -2,10 +2,12 @@
 on a real node).
 
 Owns starting a container's command as a local process in its own session (so its process
-group is the container: signals go to the whole group, and when the main process exits the
-rest of the group is killed, as a PID namespace teardown does), pumping its stdout and
-stderr into the LogBook as CRI log records, waiting for it, and the memory monitor that
-SIGKILLs a group whose resident memory exceeds its limit.
+group is the container: SIGKILL goes to the whole group, and when the main process exits the
+rest of the group is killed, as a PID namespace teardown does; a stop signal such as SIGTERM
+goes to the main process alone, and only if it handles it, as to PID 1 on a node), pumping
+its stdout and stderr into the LogBook as CRI log records (a terminal's `\r\n` logged as
+`\n`, as containerd logs it), waiting for it, and the memory monitor that SIGKILLs a group
+whose resident memory exceeds its limit.
 
 Output: one reader thread per container reads both pipes with large `os.read` calls (the
 pipes are enlarged to 1 MiB), timestamps each read once (RFC3339Nano, UTC, 9 digits) and
@@ -110,6 +112,19 @@ def _split_long_lines(block: bytes) -> list[bytes]:
     if run_start < len(block):
         records.append(block[run_start:])
     return records
+
+
+def handles_signal(pid: int, sig: int) -> bool:
+    """Whether process `pid` has a handler of its own for `sig` (its SigCgt mask in
+    /proc): what decides whether a namespace's PID 1 gets the signal at all."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    except (OSError, ValueError, IndexError):
+        return False
+    return False
 
 
 class ProcessRegistry:
@@ -288,14 +303,21 @@ class ContainerProcess:
     # -- signals ---------------------------------------------------------------------------
 
     def kill(self, sig: int) -> None:
-        """Signal the whole group; a no-op once the process is reaped (its group id may then
-        belong to someone else)."""
+        """SIGKILL: the whole group (the container is gone). Any other signal is a runtime's
+        stop signal, which reaches the container's main process alone; that process is
+        PID 1 of its namespace on a node, where the kernel drops a signal it has no handler
+        for: `sh -c '...; sleep 120'` ignores SIGTERM and its pod stays Terminating for the
+        whole grace period (31.4 s measured on the real kubelet node). A no-op once the
+        process is reaped (its pid may then belong to someone else)."""
         with self._lock:
             if self._reaped:
                 return
             self.signalled = sig
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pid, sig)
+                if sig == signal.SIGKILL:
+                    os.killpg(self.pid, sig)
+                elif handles_signal(self.pid, sig):
+                    os.kill(self.pid, sig)
 
     # -- waiting ---------------------------------------------------------------------------
 
@@ -381,6 +403,11 @@ class ContainerProcess:
     def _emit(self, records: list[bytes]) -> None:
         if not records:
             return
+        if self.tty:
+            # containerd's CRI log keeps lines, not bytes: a line's `\r\n` (a terminal's
+            # ONLCR) is logged as `\n` (`terminal\n` through `kubectl logs` on the real
+            # node). The attach sessions got the terminal's bytes as they were.
+            records = [record.replace(b"\r\n", b"\n") for record in records]
         timestamp, moment = rfc3339_nano(time.time_ns())
         for record in records:
             self._sink(record, timestamp, moment)

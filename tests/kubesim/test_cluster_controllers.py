@@ -20,6 +20,19 @@ from tests.kubesim.cluster_testkit import (
 
 NODE = {"name": "n1", "cpu": "2", "memory": "1Gi", "pods": 10, "labels": {"disk": "ssd"}}
 
+# A container that stops on SIGTERM: on a node its command is PID 1, which the kernel
+# shields from any signal it has no handler for (process.py), so a plain `sleep` would
+# ignore a graceful stop and last its whole grace period.
+# It says `ready` once the handler is in place: a SIGTERM before that is dropped too.
+STOPS_ON_SIGTERM = ["sh", "-c", "trap 'exit 143' TERM; echo ready; while :; do sleep 0.1; done"]
+
+
+def ready_job_pod(sim: Sim, job: str) -> dict[str, Any]:
+    """The Job's pod once its command handles SIGTERM."""
+    return wait_until(lambda: [p for p in sim.pods_of_job(job)
+                               if b"ready" in sim.logs(p["metadata"]["name"])], 5,
+                      "a pod whose command handles SIGTERM")[0]
+
 
 def failed_scheduling(sim: Sim, name: str) -> str:
     def message() -> str | None:
@@ -169,7 +182,7 @@ def test_job_retries_up_to_its_backoff_limit(sim: Sim) -> None:
 
 
 def test_job_active_deadline_fails_it_and_stops_its_pod(sim: Sim) -> None:
-    sim.create_job("work", [container(command=["sleep", "30"])], activeDeadlineSeconds=1)
+    sim.create_job("work", [container(command=STOPS_ON_SIGTERM)], activeDeadlineSeconds=1)
     job = wait_condition(sim, "work", "Failed", seconds=10)
     failed = job["status"]["conditions"][-1]
     assert (failed["reason"], failed["message"]) == (
@@ -192,9 +205,8 @@ def test_job_ttl_after_finished_deletes_job_and_pods(sim: Sim) -> None:
 
 
 def test_background_deletion_collects_the_pods(sim: Sim) -> None:
-    sim.create_job("work", [container(command=["sleep", "30"])])
-    pod = wait_until(lambda: [p for p in sim.pods_of_job("work")
-                              if p["status"].get("phase") == "Running"], 5, "a running pod")[0]
+    sim.create_job("work", [container(command=STOPS_ON_SIGTERM)])
+    pod = ready_job_pod(sim, "work")
     name = pod["metadata"]["name"]
     groups = sim.started_groups()
     sim.store.delete("jobs", "default", "work")
@@ -203,9 +215,8 @@ def test_background_deletion_collects_the_pods(sim: Sim) -> None:
 
 
 def test_foreground_deletion_deletes_pods_then_the_job(sim: Sim) -> None:
-    sim.create_job("work", [container(command=["sleep", "30"])])
-    pod = wait_until(lambda: [p for p in sim.pods_of_job("work")
-                              if p["status"].get("phase") == "Running"], 5, "a running pod")[0]
+    sim.create_job("work", [container(command=STOPS_ON_SIGTERM)])
+    pod = ready_job_pod(sim, "work")
     name = pod["metadata"]["name"]
     pod_watch = sim.store.watch("pods", "default", field_selector=f"metadata.name={name}")
     job_watch = sim.store.watch("jobs", "default", field_selector="metadata.name=work")
@@ -228,6 +239,7 @@ def test_foreground_deletion_deletes_pods_then_the_job(sim: Sim) -> None:
 
 def test_orphaned_pod_of_a_missing_job_is_collected(sim: Sim) -> None:
     pod = pod_object("stray", [container(command=["sleep", "30"])])
+    pod["spec"]["terminationGracePeriodSeconds"] = 1  # `sleep` as PID 1 ignores the SIGTERM
     pod["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job",
                                           "name": "gone", "uid": "no-such-uid",
                                           "controller": True, "blockOwnerDeletion": True}]

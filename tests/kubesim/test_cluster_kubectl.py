@@ -109,8 +109,11 @@ def test_kubectl_get_watch_follows_a_pod_to_its_exit_code(kubesim: Any, namespac
 
 
 def test_kubectl_delete_stops_the_container_gracefully(kubesim: Any, namespace: str) -> None:
-    create(kubesim, namespace, pod("sleeper", ["sleep", "300"]))
-    wait_until(lambda: phase(kubesim, namespace, "sleeper") == "Running", 20, "Running")
+    # It handles SIGTERM: a PID 1 that does not would last its whole grace period (30 s).
+    create(kubesim, namespace, pod("sleeper", ["sh", "-c", "trap 'exit 143' TERM; echo ready; "
+                                                "while :; do sleep 0.1; done"]))
+    wait_until(lambda: kubesim.kubectl("logs", "sleeper", "-n", namespace).stdout == b"ready\n",
+               20, "the handler to be in place")
     started = time.monotonic()
     done = kubesim.kubectl("delete", "pod", "sleeper", "-n", namespace)
     assert done.returncode == 0, done.stderr

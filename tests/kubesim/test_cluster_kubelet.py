@@ -70,8 +70,9 @@ def test_running_pod_status_is_complete_and_fast(sim: Sim) -> None:
 
 
 def test_graceful_deletion_sends_sigterm_and_records_143(sim: Sim) -> None:
-    sim.run("p", "sleep", "30")
-    sim.wait_phase("p", "Running")
+    sim.run("p", "sh", "-c", "trap 'exit 143' TERM; echo ready; while :; do sleep 0.1; done")
+    # Once the handler is in place: a SIGTERM before that would be dropped, as on a node.
+    wait_until(lambda: b"ready" in sim.logs("p"), 5, "the handler to be in place")
     pod_seen = []
     watch = sim.store.watch("pods", "default", field_selector="metadata.name=p")
     sim.store.update("pods", "default", "p", lambda o: o["metadata"].update(
@@ -87,6 +88,19 @@ def test_graceful_deletion_sends_sigterm_and_records_143(sim: Sim) -> None:
     assert terminated["exitCode"] == 143 and terminated["reason"] == "Error"
     assert last["status"]["phase"] == "Failed"
     assert "Killing" in sim.reasons("p")
+
+
+def test_a_pid_1_without_a_sigterm_handler_lasts_its_grace_period(sim: Sim) -> None:
+    # As on the real node (31.4 s with the default 30 s): the shell as PID 1 has no handler,
+    # so the kernel drops the SIGTERM, and `sleep` never gets one.
+    sim.run("p", "sh", "-c", "echo ready; sleep 30")
+    wait_until(lambda: b"ready" in sim.logs("p"), 5, "the shell to start")
+    started = time.monotonic()
+    sim.store.update("pods", "default", "p", lambda o: o["metadata"].update(
+        deletionTimestamp="2030-01-01T00:00:00Z", deletionGracePeriodSeconds=2))
+    sim.wait_gone("pods", "p", seconds=8)
+    took = time.monotonic() - started
+    assert 2.0 <= took < 5.0, f"deleted after {took:.2f}s with a 2s grace period"
 
 
 def test_graceful_deletion_kills_after_the_grace_period(sim: Sim) -> None:

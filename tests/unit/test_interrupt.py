@@ -24,8 +24,8 @@ from kubectl_squarepeg.terminal.console import Console
 TARGET = kubectl.Target(context="kubesim", kubeconfig="/home/u/.kube/config", namespace="ci")
 POD = interrupt.Resource("Pod", "squarepeg-alpine-a1b2c3", TARGET)
 FIRST = (
-    "squarepeg: warning: interrupted (SIGINT): stopping, deleting pod/squarepeg-alpine-a1b2c3 "
-    "and sweeping orphans; press Ctrl-C again to leave pod/squarepeg-alpine-a1b2c3 running\n"
+    "squarepeg: warning: interrupted (SIGINT): stopping and deleting "
+    "pod/squarepeg-alpine-a1b2c3\n"
 )
 ABANDON = (
     "squarepeg: warning: interrupted again: cleanup abandoned; pod/squarepeg-alpine-a1b2c3 is "
@@ -63,7 +63,7 @@ def handler(
         yield h
 
 
-def test_first_signal_raises_interrupted_and_says_a_second_leaves_it_running(
+def test_first_signal_raises_interrupted_and_says_it_stops(
     handler: interrupt.TwoStageInterrupt, stderr: io.StringIO
 ) -> None:
     with pytest.raises(Interrupted) as caught:
@@ -240,8 +240,7 @@ def test_kept_resource_message(stderr: io.StringIO) -> None:
         signal.raise_signal(signal.SIGINT)
         _wait_for(threading.Event())
     assert stderr.getvalue() == (
-        "squarepeg: warning: interrupted (SIGINT): stopping; pod/mine is kept; "
-        "press Ctrl-C again to stop at once\n"
+        "squarepeg: warning: interrupted (SIGINT): stopping; pod/mine is kept\n"
     )
 
 
@@ -311,14 +310,16 @@ PROGRAM = textwrap.dedent(
                 while time.monotonic() < deadline:
                     idle.wait(0.05)
             print("cleaned up", flush=True)
+    # squarepeg's own way out after the cleanup (imports, flushing) must not print the hint.
+    time.sleep(float(sys.argv[2]))
     sys.exit(130 if handler.interrupted else 0)
     """
 )
 
 
-def _start(cleanup_seconds: float) -> subprocess.Popen[str]:
+def _start(cleanup_seconds: float, after_seconds: float = 0.0) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
-        [sys.executable, "-c", PROGRAM, str(cleanup_seconds)],
+        [sys.executable, "-c", PROGRAM, str(cleanup_seconds), str(after_seconds)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -340,10 +341,31 @@ def test_process_first_signal_cleans_up_and_exits_130() -> None:
     assert proc.returncode == 130
     assert out == "cleanup: interrupted by SIGTERM\ncleaned up\n"
     assert err == (
-        "squarepeg: warning: interrupted (SIGTERM): stopping, deleting "
-        "job/squarepeg-busybox-0f0f0f and sweeping orphans; press Ctrl-C again to leave "
-        "job/squarepeg-busybox-0f0f0f running\n"
+        "squarepeg: warning: interrupted (SIGTERM): stopping and deleting "
+        "job/squarepeg-busybox-0f0f0f\n"
     )
+
+
+def test_process_a_quick_cleanup_never_hints_at_a_second_signal() -> None:
+    # Longer after the cleanup than the hint's delay: the hint is cancelled with the guard.
+    proc = _start(cleanup_seconds=0.1, after_seconds=interrupt.HINT_SECONDS + 1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=10)
+    assert out == "cleanup: interrupted by SIGINT\ncleaned up\n"
+    assert "again" not in err, err
+
+
+def test_process_a_slow_cleanup_says_what_a_second_signal_does_while_it_runs() -> None:
+    proc = _start(cleanup_seconds=interrupt.HINT_SECONDS + 1.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=15)
+    assert (proc.returncode, out) == (130, "cleanup: interrupted by SIGINT\ncleaned up\n")
+    assert err.splitlines() == [
+        "squarepeg: warning: interrupted (SIGINT): stopping and deleting "
+        "job/squarepeg-busybox-0f0f0f",
+        f"squarepeg: warning: still stopping after {interrupt.HINT_SECONDS:g}s; press Ctrl-C "
+        "again to leave job/squarepeg-busybox-0f0f0f running and exit at once",
+    ]
 
 
 def test_process_second_signal_abandons_the_cleanup_at_once() -> None:

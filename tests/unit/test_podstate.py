@@ -213,3 +213,23 @@ def test_job_finished_condition() -> None:
     assert podstate.job_finished_condition({"status": {}}) is None
     failed = {"status": {"conditions": [{"type": "Failed", "status": "False"}]}}
     assert podstate.job_finished_condition(failed) is None
+
+
+def test_a_child_oom_killed_keeps_the_main_processs_code_and_says_so() -> None:
+    # The real node: a child killed by the cgroup's OOM killer, the shell went on: the
+    # kubelet reports `reason: OOMKilled`, exit code 0, phase Succeeded.
+    p = pod(terminated(code=0, reason="OOMKilled"), phase="Succeeded", name="big")
+    assert podstate.outcome(p) == Outcome(
+        0,
+        "a process in container main of pod big was killed for lack of memory (OOMKilled); "
+        "the container's main process went on and exited 0; more memory: --memory",
+    )
+
+
+def test_the_deletion_deadline_and_the_grace_period_are_read_from_the_object() -> None:
+    p = {"metadata": {"deletionTimestamp": "2026-12-04T16:45:12Z"},
+         "spec": {"terminationGracePeriodSeconds": 30}}
+    deadline = podstate.deletion_deadline(p)
+    assert deadline is not None and deadline.isoformat() == "2026-12-04T16:45:12+00:00"
+    assert podstate.grace_period(p) == 30
+    assert podstate.deletion_deadline({}) is None and podstate.grace_period({}) is None

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import pytest
 
 from kubectl_squarepeg.cluster import kubectl
 from kubectl_squarepeg.cluster.commands import Commands
-from kubectl_squarepeg.run.runner import rejection
+from kubectl_squarepeg.run.runner import rejection, terminating_refusal
 
 COMMANDS = Commands(kubectl.Target(context="prod", kubeconfig="/k", namespace="ns"))
 WHERE = "--kubeconfig=/k --context=prod"
@@ -100,3 +102,30 @@ def test_a_dry_run_server_rejection_does_not_suggest_dry_run_server() -> None:
         "Pod", "p", COMMANDS, dry_run_server=True,
     )
     assert error.hint is not None and "--dry-run-server" not in error.hint
+
+
+def test_a_name_whose_old_pod_is_terminating_says_how_long_at_most_and_how_to_wait() -> None:
+    found = kubectl.Result(
+        ("get",), 0, b'{"metadata": {"name": "p", "deletionTimestamp": "2026-12-04T16:45:12Z"}}',
+        b"",
+    )
+    now = datetime(2026, 12, 4, 16, 44, 45, tzinfo=timezone.utc).timestamp()
+    error = terminating_refusal("Pod", "p", COMMANDS, found, now=now)
+    assert error.one_line() == (
+        "cannot create pod/p in namespace ns: an earlier pod/p is still terminating; its "
+        "grace period ends in 27s at most (16:45:12 UTC), when it is killed if it has not "
+        "exited; wait for it with "
+        f"`kubectl wait --for=delete pod/p --timeout=32s {WHERE} --namespace=ns` and run "
+        "again, or choose another --name"
+    )
+    assert "kubectl delete" not in error.one_line()
+
+
+def test_a_terminating_name_that_is_gone_by_the_time_we_look_says_run_again() -> None:
+    gone = kubectl.Result(("get",), 1, b"", b'Error from server (NotFound): pods "p" not found')
+    error = terminating_refusal("Pod", "p", COMMANDS, gone)
+    assert error.one_line() == (
+        "cannot create pod/p in namespace ns: an earlier pod/p was still terminating; it is "
+        "gone now, or within its grace period (--stop-timeout, 30 s by default): run again, "
+        "or choose another --name"
+    )
