@@ -52,7 +52,12 @@ def test_create_list_watch_logs_delete_a_pod(api: client.ApiClient, namespace: s
         phases.append((event["type"], event["object"].status.phase))
         if event["object"].status.phase == "Succeeded":
             break
-    assert phases[-1] == ("MODIFIED", "Succeeded") and ("MODIFIED", "Running") in phases
+    assert phases[-1] == ("MODIFIED", "Succeeded")
+    # In order, never back: a real kubelet may write no `Running` for a quick container
+    # (Pending straight to Succeeded: tests/kubesim/README.md, differences); kubesim does.
+    order = ["Pending", "Running", "Succeeded"]
+    seen = [order.index(phase) for _, phase in phases]
+    assert seen == sorted(seen), phases
     # Without one, the watch starts with the synthetic ADDED of the current state.
     first = next(iter(watch.Watch().stream(core.list_namespaced_pod, namespace,
                                            label_selector="app=demo", timeout_seconds=5)))
