@@ -8,7 +8,6 @@ another user's, rm of a running run) are one line and exit 125."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -101,7 +100,7 @@ def test_a_detached_job_is_found_by_its_name(squarepeg: Squarepeg, kubesim: Any,
 
 def test_logs_follow_is_byte_exact_across_a_dropped_stream(
         squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path) -> None:
-    if isinstance(kubesim, Localkube) and os.environ.get("LOCALKUBE_NODE") == "kubelet":
+    if isinstance(kubesim, Localkube) and kubesim.node == "kubelet":
         pytest.skip("cutting a log stream is a fault of kubesim and of localkube's node "
                     "agent; the real kubelet has none to make")
     assert squarepeg("run", "-d", "--name", "det-f", "alpine", "sh", "-c", CHATTY).code == 0
@@ -237,7 +236,7 @@ def test_run_names_complete_for_logs_wait_and_rm(squarepeg: Squarepeg, kubesim: 
 
 def test_wait_reports_oom_as_run_does(squarepeg: Squarepeg, kubesim: Any,
                                       namespace: str) -> None:
-    if isinstance(kubesim, Localkube) and os.environ.get("LOCALKUBE_NODE") == "kubelet":
+    if isinstance(kubesim, Localkube) and kubesim.node == "kubelet":
         # No image there has python3 (tests/localkube/README.md); busybox's dd fills 200M.
         hog = ("busybox", "dd", "if=/dev/zero", "of=/dev/null", "bs=200M", "count=1")
     else:
@@ -254,7 +253,7 @@ def test_wait_reports_oom_as_run_does(squarepeg: Squarepeg, kubesim: Any,
 
 def test_wait_for_a_run_evicted_or_deleted_is_125_with_the_reason(
         squarepeg: Squarepeg, kubesim: Any, namespace: str) -> None:
-    if isinstance(kubesim, Localkube) and os.environ.get("LOCALKUBE_NODE") == "kubelet":
+    if isinstance(kubesim, Localkube) and kubesim.node == "kubelet":
         pytest.skip("eviction on demand is a fault of kubesim and of localkube's node agent")
     for name in ("det-evict", "det-gone"):
         assert squarepeg("run", "-d", "--name", name, "alpine", "sleep", "300").code == 0

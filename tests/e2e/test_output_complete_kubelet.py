@@ -18,12 +18,13 @@ import re
 
 import pytest
 
+from tests.conftest import localkube_default_node
 from tests.e2e.conftest import Finished, Squarepeg
 
 pytestmark = [
     pytest.mark.localkube_only("the real kubelet's log rotation and follow ends"),
-    pytest.mark.skipif(os.environ.get("LOCALKUBE_NODE") != "kubelet",
-                       reason="the real kubelet node only (LOCALKUBE_NODE=kubelet)"),
+    pytest.mark.skipif(localkube_default_node() != "kubelet",
+                       reason="the real kubelet node only (LOCALKUBE_NODE=agent picks the agent)"),
 ]
 
 SEQ_RUNS = int(os.environ.get("SQUAREPEG_SEQ_RUNS", "20"))
