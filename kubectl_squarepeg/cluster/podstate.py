@@ -232,6 +232,8 @@ class Outcome:
     from_container: bool = True
     # The container's command could not be started (the run failed to start, not ran).
     start_failure: bool = False
+    # Someone else deleted the pod: its log goes with it, and nothing is left to read.
+    pod_deleted: bool = False
 
 
 def outcome(pod: Mapping[str, Any], container: str = MAIN) -> Outcome:
@@ -319,7 +321,10 @@ def _runtime_detail(message: str) -> str:
 def deleted_outcome(pod_name: str) -> Outcome:
     """The outcome of a pod deleted (by someone else) before its container finished."""
     return Outcome(
-        RUNNER_FAILED, f"pod {pod_name} was deleted before its container finished", False
+        RUNNER_FAILED,
+        f"pod {pod_name} was deleted before its container finished",
+        False,
+        pod_deleted=True,
     )
 
 

@@ -507,6 +507,7 @@ class LogFollower:
         self._logs_command = logs_command or Commands(target).logs("Pod", pod, container)
         self.gave_up = False
         self.error: str | None = None
+        self._pod_gone = False  # deleted by someone else: a stream that ends for good is no loss
         # What the output is missing, for the runner's exit code: a gap in the middle, or the
         # rest after the follower gave up; None while it is complete so far.
         self.lost: str | None = None
@@ -542,6 +543,13 @@ class LogFollower:
             self._changed.notify_all()
         if stream is not None:
             stream.terminate()
+
+    def pod_is_gone(self) -> None:
+        """The pod was deleted before its container ended (the run fails with that): what
+        could not be read is gone with it, so giving up warns of nothing and names no
+        `kubectl logs`, which could only answer NotFound."""
+        with self._lock:
+            self._pod_gone = True
 
     def finish(self, deadline_seconds: float) -> bool:
         """The container has ended: wait up to `deadline_seconds` for the stream to deliver
@@ -809,6 +817,8 @@ class LogFollower:
                 return
             self.gave_up = True
             self.error = reason
+            if self._pod_gone:
+                return
             if self.lost is None:
                 self.lost = (
                     f"the output may be incomplete after byte {self._written}: the log "

@@ -82,6 +82,7 @@ class Follower(Protocol):
     def stop(self) -> None: ...
     def join(self, timeout: float | None = None) -> bool: ...
     def finish(self, deadline_seconds: float) -> bool: ...
+    def pod_is_gone(self) -> None: ...
 
 
 # --- a rejected create ----------------------------------------------------------------------
@@ -489,9 +490,12 @@ class Run:
         with self.shields.shield():
             if self._terminal is not None:
                 self._terminal.finish(ATTACH_DRAIN_SECONDS)
+            if self._logs is not None and outcome.pod_deleted:
+                self._logs.pod_is_gone()
             if self._logs is not None and not self._logs.finish(LOG_DRAIN_SECONDS):
-                # The user's only copy of the rest is the pod's log: it stays.
-                self._keep_for_output = True
+                # The user's only copy of the rest is the pod's log: it stays (unless
+                # someone else deleted it, and the run says so).
+                self._keep_for_output = not outcome.pod_deleted
             if self._tty_log_out is not None:
                 with contextlib.suppress(OSError, ValueError):
                     self._tty_log_out.close()

@@ -159,7 +159,7 @@ def test_deleted_by_someone_else_is_125_even_with_a_sigterm_code() -> None:
     p = pod(terminated(code=143, reason="Error"), phase="Failed", name="d")
     p["metadata"]["deletionTimestamp"] = "2026-12-02T19:00:05Z"
     assert podstate.outcome(p) == Outcome(
-        125, "pod d was deleted before its container finished", False
+        125, "pod d was deleted before its container finished", False, pod_deleted=True
     )
 
 

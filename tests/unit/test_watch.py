@@ -166,7 +166,7 @@ def test_not_found_on_restart_means_deleted() -> None:
     w.start()
     started = watch.wait_for_start(w, timeout=60, reporter=reporter([]), commands=Commands(TARGET))
     assert watch.wait_for_finish(w, started) == Outcome(
-        125, "pod p was deleted before its container finished", False
+        125, "pod p was deleted before its container finished", False, pod_deleted=True
     )
 
 
