@@ -73,6 +73,10 @@ def test_a_rotation_that_ends_the_follow_loses_nothing(node: tuple[Any, Squarepe
 ROTATE_AT_ONCE = {"log_rotate_bytes": 300_000, "log_rotate_seconds": 0}
 
 
+@pytest.mark.kubesim_only(
+    "the cut is kubesim's `unexpected EOF`; through the real API server (localkube's agent "
+    "node) a cut log stream ends cleanly, so the follower takes the rotation behind it for the "
+    "continuation of a clean end and reports no gap (a known limit: docs/decisions/0120)")
 @pytest.mark.parametrize("node", [ROTATE_AT_ONCE], indirect=True, ids=["rotate"])
 @pytest.mark.parametrize("keep", [False, True], ids=["plain", "keep"])
 def test_output_rotated_away_during_a_cut_is_reported_with_its_place(
