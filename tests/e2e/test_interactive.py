@@ -205,7 +205,10 @@ def test_refused_attach_exits_125_and_leaves_nothing(
     assert_nothing_left(sim, "default")
 
 
-@attach_needed
+@pytest.mark.kubesim_only(
+    "refuse_upgrades is kubesim's stand-in for a proxy that refuses the connection upgrade; "
+    "on localkube the option starts a cluster of the test's own with the node agent, which "
+    "serves no attach at all")
 def test_refused_upgrade_names_the_proxy(kubesim_factory: Any, tmp_path: Path) -> None:
     sim = kubesim_factory({"options": {"refuse_upgrades": True}})
     runner = Squarepeg(sim, "default", tmp_path)
