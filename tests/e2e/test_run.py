@@ -189,6 +189,9 @@ def test_log_streams_dropped_twice_lose_and_repeat_nothing(
     assert out.read_bytes() == counted_output()
 
 
+@pytest.mark.xfail(strict=False, reason="on the kubelet node containerd logs the script's "
+                   "\\r\\n as \\n (docs/decisions/0144), which the expected bytes do not "
+                   "allow yet (fresh-clone CI, 4 December): issue 21")
 def test_an_api_server_restart_mid_run_keeps_output_and_code(
     squarepeg: Squarepeg, kubesim: Any, namespace: str
 ) -> None:
