@@ -30,7 +30,8 @@ from typing import Any
 
 from kubectl_squarepeg.errors import UsageError
 from kubectl_squarepeg.plan import values
-from kubectl_squarepeg.plan.manifest import DETACHED_LABEL, Plan
+from kubectl_squarepeg.plan.labels import DETACHED_LABEL
+from kubectl_squarepeg.plan.manifest import Plan
 from kubectl_squarepeg.plan.options import RunOptions
 
 DETACHED_VALUE = "true"

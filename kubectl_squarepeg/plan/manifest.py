@@ -25,17 +25,16 @@ from kubectl_squarepeg.plan.claims import (
     merge_passthrough,
 )
 from kubectl_squarepeg.plan.configured import Configured
+from kubectl_squarepeg.plan.labels import (
+    CREATED_BY_LABEL,
+    KEEP_LABEL,
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    RUN_ID_LABEL,
+)
 from kubectl_squarepeg.plan.options import RunOptions, flag_name
 
 MAIN = "main"
-MANAGED_BY_LABEL = values.MANAGED_BY_LABEL
-MANAGED_BY = "squarepeg"
-RUN_ID_LABEL = "squarepeg.io/run-id"
-CREATED_BY_LABEL = "squarepeg.io/created-by"
-KEEP_LABEL = "squarepeg.io/keep"
-# On a `run -d`'s Pod or Job: it outlives the command that made it, and no sweep takes it
-# (only `kubectl squarepeg rm`, or a Job's TTL with `-d --rm`): plan/detached.py.
-DETACHED_LABEL = "squarepeg.io/detached"
 GPU_RESOURCE = "nvidia.com/gpu"
 NAME_PREFIX = "squarepeg-"
 SUFFIX_LENGTH = 6

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
-MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
-SQUAREPEG_LABEL_PREFIX = "squarepeg.io/"
+from kubectl_squarepeg.plan.labels import MANAGED_BY_LABEL, SQUAREPEG_LABEL_PREFIX
+
 MAX_LABEL = 63
 MAX_SUBDOMAIN = 253
 MAX_INT32 = 2**31 - 1  # runAsUser, runAsGroup, ttlSecondsAfterFinished

@@ -44,6 +44,7 @@ from kubectl_squarepeg.errors import (
     StartupError,
     UsageError,
 )
+from kubectl_squarepeg.plan.labels import CREATED_BY_LABEL, MANAGED_BY_SELECTOR
 from kubectl_squarepeg.run import interrupt, listing, runner, watch
 from kubectl_squarepeg.terminal.console import Console
 
@@ -52,8 +53,6 @@ if TYPE_CHECKING:
     from kubectl_squarepeg.plan.detached import Since
     from kubectl_squarepeg.plan.manifest import Plan
 
-MANAGED_BY_SELECTOR = "app.kubernetes.io/managed-by=squarepeg"
-CREATED_BY_LABEL = listing.CREATED_BY_LABEL
 LIST_SECONDS = 60.0
 LOG_DRAIN_SECONDS = runner.LOG_DRAIN_SECONDS
 

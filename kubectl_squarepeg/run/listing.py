@@ -20,9 +20,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from kubectl_squarepeg.cluster import podstate
-
-DETACHED_LABEL = "squarepeg.io/detached"  # manifest.py's (the whole manifest chain otherwise)
-CREATED_BY_LABEL = "squarepeg.io/created-by"
+from kubectl_squarepeg.plan.labels import CREATED_BY_LABEL, DETACHED_LABEL
 
 State = Literal["running", "pending", "exited", "terminating"]
 # docker truncates COMMAND to 20 characters with an ellipsis (`docker ps --no-trunc` shows it all).

@@ -44,6 +44,7 @@ from kubectl_squarepeg.errors import (
     SquarepegError,
     StartupError,
 )
+from kubectl_squarepeg.plan.labels import KEEP_LABEL
 from kubectl_squarepeg.run import interrupt, watch
 from kubectl_squarepeg.terminal.console import Console
 
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
     from kubectl_squarepeg.terminal import session as terminal
 
 MAIN = podstate.MAIN
-KEEP_LABEL = "squarepeg.io/keep"  # manifest.py's (importing it would load the whole chain)
 # A writer whose reader went away ends as if by SIGPIPE, as `yes | head -1` does.
 READER_GONE = 128 + 13
 # How long the log stream may take to deliver what the container wrote after it ended.

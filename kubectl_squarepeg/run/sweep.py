@@ -40,15 +40,17 @@ from typing import Any, Final, Literal, Protocol
 from kubectl_squarepeg.cluster import complaints, kubectl, podstate
 from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.errors import ClusterError, SquarepegError
+from kubectl_squarepeg.plan.labels import (
+    CREATED_BY_LABEL,
+    DETACHED_LABEL,
+    KEEP_LABEL,
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    RUN_ID_LABEL,
+)
 from kubectl_squarepeg.terminal.console import Console
 
 # The labels manifest.py writes (importing it would pull in the whole manifest chain).
-MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
-MANAGED_BY = "squarepeg"
-CREATED_BY_LABEL = "squarepeg.io/created-by"
-KEEP_LABEL = "squarepeg.io/keep"
-RUN_ID_LABEL = "squarepeg.io/run-id"
-DETACHED_LABEL = "squarepeg.io/detached"
 
 FINISHED: Final = "finished"
 STUCK: Final = "stuck"

@@ -1,0 +1,25 @@
+"""The labels squarepeg puts on what it creates: the one place their names are spelled.
+
+They are squarepeg's contract with the cluster (docs/labels.md): the sweep, `ps`, `rm` and
+the runner find a run again by them, so a name changed here changes what every later run
+recognises. Kept apart from plan/manifest.py, and free of imports, so that the modules that
+only read labels (run/sweep.py, run/listing.py, run/runner.py) do not load the manifest
+builder and its chain at start-up.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+MANAGED_BY_LABEL: Final = "app.kubernetes.io/managed-by"
+MANAGED_BY: Final = "squarepeg"
+MANAGED_BY_SELECTOR: Final = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
+# Every label below starts with this prefix, which the user's own `-l` may not use.
+SQUAREPEG_LABEL_PREFIX: Final = "squarepeg.io/"
+RUN_ID_LABEL: Final = "squarepeg.io/run-id"
+CREATED_BY_LABEL: Final = "squarepeg.io/created-by"
+# Set by the second Ctrl-C's "keep it": the sweep never takes a resource that has it.
+KEEP_LABEL: Final = "squarepeg.io/keep"
+# On a `run -d`'s Pod or Job: it outlives the command that made it, and no sweep takes it
+# (only `kubectl squarepeg rm`, or a Job's TTL with `-d --rm`): plan/detached.py.
+DETACHED_LABEL: Final = "squarepeg.io/detached"
