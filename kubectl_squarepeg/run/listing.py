@@ -19,7 +19,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from kubectl_squarepeg.cluster import podstate
+from kubectl_squarepeg.cluster import listed, podstate
+from kubectl_squarepeg.cluster.listed import kind_of, meta
 from kubectl_squarepeg.plan.labels import CREATED_BY_LABEL, DETACHED_LABEL
 
 State = Literal["running", "pending", "exited", "terminating"]
@@ -78,22 +79,9 @@ def human_duration(seconds: float) -> str:
     return f"{hours // 24 // 365} years"
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def _labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    labels = _meta(obj).get("labels")
+    labels = meta(obj).get("labels")
     return labels if isinstance(labels, Mapping) else {}
-
-
-def kind_of(item: Mapping[str, Any]) -> Literal["Pod", "Job"]:
-    """A listed item's kind; list items may omit it (a Job is the one with a pod template)."""
-    kind = item.get("kind")
-    if kind == "Pod" or kind == "Job":
-        return "Pod" if kind == "Pod" else "Job"
-    return "Job" if "template" in (item.get("spec") or {}) else "Pod"
 
 
 def _main_container(pod_spec: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -150,15 +138,10 @@ def pod_status(pod: Mapping[str, Any] | None, now: datetime) -> tuple[State, str
     return "pending", f"Pending: {reason}" if reason else "Pending", None
 
 
-def _owner_uids(pod: Mapping[str, Any]) -> set[str]:
-    refs = _meta(pod).get("ownerReferences") or []
-    return {str(ref.get("uid")) for ref in refs if isinstance(ref, Mapping)}
-
-
 def _newest(pods: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     if not pods:
         return None
-    return max(pods, key=lambda p: str(_meta(p).get("creationTimestamp") or ""))
+    return max(pods, key=lambda p: str(meta(p).get("creationTimestamp") or ""))
 
 
 @dataclass(frozen=True)
@@ -171,7 +154,7 @@ class Found:
 
     @property
     def name(self) -> str:
-        return str(_meta(self.obj).get("name", ""))
+        return str(meta(self.obj).get("name", ""))
 
     @property
     def created_by(self) -> str | None:
@@ -182,20 +165,9 @@ class Found:
 def runs_in(items: Iterable[Mapping[str, Any]]) -> list[Found]:
     """The runs among listed Pods and Jobs: every Job with its newest pod, every bare Pod
     (a pod with an owner is its Job's), in listing order, Jobs first."""
-    pods: list[Mapping[str, Any]] = []
-    jobs: list[Mapping[str, Any]] = []
-    for item in items:
-        (jobs if kind_of(item) == "Job" else pods).append(item)
-    owned: dict[str, list[Mapping[str, Any]]] = {}
-    bare: list[Mapping[str, Any]] = []
-    for pod in pods:
-        uids = _owner_uids(pod)
-        if not uids:
-            bare.append(pod)
-        for uid in uids:
-            owned.setdefault(uid, []).append(pod)
-    found = [Found("Job", job, _newest(owned.get(str(_meta(job).get("uid")), []))) for job in jobs]
-    found += [Found("Pod", pod, pod) for pod in bare]
+    runs = listed.grouped(items)
+    found = [Found("Job", job, _newest(runs.pods_of(job))) for job in runs.jobs]
+    found += [Found("Pod", pod, pod) for pod in runs.bare_pods]
     return found
 
 

@@ -37,8 +37,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Final, Literal, Protocol
 
-from kubectl_squarepeg.cluster import complaints, kubectl, podstate
+from kubectl_squarepeg.cluster import complaints, kubectl, listed, podstate
 from kubectl_squarepeg.cluster.commands import Commands
+from kubectl_squarepeg.cluster.listed import kind_of, meta
 from kubectl_squarepeg.errors import ClusterError, SquarepegError
 from kubectl_squarepeg.plan.labels import (
     CREATED_BY_LABEL,
@@ -137,29 +138,16 @@ def format_age(seconds: float) -> str:
 
 # --- selection (pure) -------------------------------------------------------------------
 
-def _kind(item: Mapping[str, Any]) -> str:
-    # List items may omit kind; a Job is the one with a pod template.
-    kind = item.get("kind")
-    if isinstance(kind, str) and kind:
-        return kind
-    return "Job" if "template" in (item.get("spec") or {}) else "Pod"
-
-
-def _meta(item: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = item.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def _in_scope(item: Mapping[str, Any], created_by: str) -> bool:
     """The selector, checked again: the sweep must never act on what it was not sent for."""
-    meta = _meta(item)
-    labels = meta.get("labels") or {}
+    item_meta = meta(item)
+    labels = item_meta.get("labels") or {}
     return (
         labels.get(MANAGED_BY_LABEL) == MANAGED_BY
         and labels.get(CREATED_BY_LABEL) == created_by
         and KEEP_LABEL not in labels
         and DETACHED_LABEL not in labels
-        and not meta.get("deletionTimestamp")  # already going away
+        and not item_meta.get("deletionTimestamp")  # already going away
     )
 
 
@@ -180,7 +168,7 @@ def _stuck_pod(pod: Mapping[str, Any], now: datetime) -> tuple[str, float] | Non
 
 def _pod_candidate(pod: Mapping[str, Any], now: datetime) -> Orphan | None:
     """A finished (with a known finish time) or stuck bare Pod, whatever its age."""
-    name = str(_meta(pod).get("name", ""))
+    name = str(meta(pod).get("name", ""))
     phase = podstate.phase(pod)
     if phase in ("Succeeded", "Failed"):
         age = _age(podstate.finished_at(pod), now)
@@ -195,20 +183,15 @@ _LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 
 
 def _run_id(item: Mapping[str, Any]) -> str | None:
-    value = (_meta(item).get("labels") or {}).get(RUN_ID_LABEL)
+    value = (meta(item).get("labels") or {}).get(RUN_ID_LABEL)
     return value if isinstance(value, str) and _LABEL_VALUE.match(value) else None
-
-
-def _owner_uids(pod: Mapping[str, Any]) -> set[str]:
-    refs = _meta(pod).get("ownerReferences") or []
-    return {str(ref.get("uid")) for ref in refs if isinstance(ref, Mapping)}
 
 
 def _job_candidate(
     job: Mapping[str, Any], children: Sequence[Mapping[str, Any]], now: datetime
 ) -> Orphan | None:
     """A finished (with a known finish time) or stuck Job, whatever its age."""
-    name = str(_meta(job).get("name", ""))
+    name = str(meta(job).get("name", ""))
     condition = podstate.job_finished_condition(job)
     if condition is not None:
         reason, finished = condition
@@ -243,37 +226,24 @@ def find_candidates(
     `exclude_uid`/`exclude_name` name the run's own resource (its uid when known, else its
     name), which is never a candidate, whatever state it is in.
     """
-    pods: list[Mapping[str, Any]] = []
-    jobs: list[Mapping[str, Any]] = []
-    for item in items:
-        meta = _meta(item)
-        if not _in_scope(item, created_by):
-            continue
-        if exclude_uid is not None and meta.get("uid") == exclude_uid:
-            continue
-        if exclude_name is not None and meta.get("name") == exclude_name:
-            continue
-        (jobs if _kind(item) == "Job" else pods).append(item)
-
-    owned: dict[str, list[Mapping[str, Any]]] = {}
-    bare: list[Mapping[str, Any]] = []
-    for pod in pods:
-        uids = _owner_uids(pod)
-        if not uids:
-            bare.append(pod)
-        for uid in uids:
-            owned.setdefault(uid, []).append(pod)
-
+    in_scope = [
+        item
+        for item in items
+        if _in_scope(item, created_by)
+        and not (exclude_uid is not None and meta(item).get("uid") == exclude_uid)
+        and not (exclude_name is not None and meta(item).get("name") == exclude_name)
+    ]
+    runs = listed.grouped(in_scope)
     candidates: list[Orphan] = []
-    for job in jobs:
-        found = _job_candidate(job, owned.get(str(_meta(job).get("uid")), []), now)
+    for job in runs.jobs:
+        found = _job_candidate(job, runs.pods_of(job), now)
         if found is not None:
             candidates.append(found)
-    for pod in bare:
+    for pod in runs.bare_pods:
         found = _pod_candidate(pod, now)
         if found is not None:
             candidates.append(found)
-    return _unshared_run_ids(candidates, [*jobs, *pods])
+    return _unshared_run_ids(candidates, in_scope)
 
 
 def select_orphans(
@@ -321,7 +291,7 @@ def _unshared_run_ids(
     for item in listed:
         run_id = _run_id(item)
         if run_id is not None:
-            key = (_kind(item), run_id)
+            key = (kind_of(item), run_id)
             counts[key] = counts.get(key, 0) + 1
     return [
         o if o.run_id is None or counts.get((o.kind, o.run_id), 0) == 1
@@ -417,7 +387,7 @@ def deleted_refs(stdout: bytes) -> set[str]:
         kind = str(answer.get("kind") or "").removesuffix("List").lower()
         for item in answer.get("items") or ():
             if isinstance(item, dict) and kind:
-                refs.add(f"{kind}/{_meta(item).get('name')}")
+                refs.add(f"{kind}/{meta(item).get('name')}")
         return refs
     for line in text.splitlines():
         match = _DELETED_LINE.match(line.strip())
