@@ -28,11 +28,10 @@ kubelet ends a follow cleanly at a log rotation, with the container still writin
 once the container's end is known (`finish()`), every request is a plain read (no follow)
 from the resume point, repeated until one brings nothing new; only that ends the follower.
 Which kind a request is, is decided just before it starts: one sent after the end was known
-reads a log that no longer changes. The cheap check (the log's last line, `tailLines=1`,
-compared with the last line written) is made once, after the end is known, and as early as
-that allows: beside a stream still open then (it may be far behind the container), beside a
-plain read once that brings output, or at once after a stream that ended cleanly before; a
-match ends the follower when the stream ends cleanly, without a plain read after it.
+reads a log that no longer changes, so a quick container's first request can be the proof.
+The cheap check (the log's last line, `tailLines=1`, compared with the last line written) is
+made once, after a stream that brought output ended cleanly and the end is known. Starting
+it beside a stream still open at the end was measured and dropped (decision 0200).
 
 Rotation. The kubelet renames a container's log file once it exceeds containerLogMaxSize
 (10 MiB of CRI log by default, about 40 bytes a line more than the output), looking every
@@ -86,11 +85,6 @@ ROTATION_CHECK_SECONDS = 10.0
 # this long for its answer.
 _PROBE_LINE_BYTES = 64 * 1024
 _PROBE_SECONDS = 10.0
-# $SQUAREPEG_WITHOUT's name for the cheap check beside the stream (docs/decisions/0200).
-CHECK_BESIDE = "check-beside"
-# How often a stream's wait looks whether the container's end has become known (to start the
-# cheap check beside it).
-_WAIT_SLICE_SECONDS = 0.05
 # How much of a text without timestamps (the kubelet's error, take_refusal) is kept.
 _REFUSAL_BYTES = 1000
 # kubectl's complaints that another attempt cannot fix.
@@ -539,9 +533,6 @@ class LogFollower:
         self._written = 0
         self._tail = b""  # the end of what was written: its last line, for the cheap check
         self._check: _Check | None = None  # the cheap check, once the container has ended
-        # scripts/bench-run's A/B: the check only after the stream's end, each request's kind
-        # decided at the top of the loop, as before decision 0200.
-        self._serial_check = kubectl.switched_off(CHECK_BESIDE)
         self._write_failure: Exception | None = None
         self._thread = threading.Thread(target=self._follow, name=f"logs-{pod}", daemon=True)
 
@@ -570,8 +561,8 @@ class LogFollower:
 
     def finish(self, deadline_seconds: float) -> bool:
         """The container has ended: wait up to `deadline_seconds` for the stream to deliver
-        the rest (reconnecting if it drops). True when everything was written. From now on
-        the log no longer changes: the cheap check may start (see "Complete")."""
+        the rest (reconnecting if it drops). True when everything was written. Called before
+        `start()`, the first request is already a final read (see "Complete")."""
         with self._lock:
             self._finished = True
             self._changed.notify_all()
@@ -629,13 +620,11 @@ class LogFollower:
                     return
             # A rotation found by a resume long after a clean end may be a second one.
             quiet = self._clock() - self._ended_at
-            connected = self._connect(
-                after_cut=self._cut or quiet >= ROTATION_CHECK_SECONDS, known_end=finished
-            )
+            connected = self._connect(after_cut=self._cut or quiet >= ROTATION_CHECK_SECONDS)
             if connected is None:
                 return
             stream, final = connected
-            code = self._wait(stream, final=final, written=written)
+            code = self._wait(stream)
             with self._write_lock:
                 if code == 0:
                     self._decoder.end()
@@ -663,8 +652,6 @@ class LogFollower:
                 return
             if code == 0 and final and self._written == written:
                 return  # complete: the log holds nothing after what was written
-            if code == 0 and self._check_says_complete():
-                return  # complete: the log's last line, read after the end, is the last written
             if code == 0 and finished:
                 attempt = 0
                 continue  # a clean end proves nothing: read what the log holds now
@@ -697,7 +684,7 @@ class LogFollower:
             return f"attempt {attempt} of {self._backoff.attempts}"
         return f"attempt {attempt}; the container has ended: until the drain deadline"
 
-    def _connect(self, *, after_cut: bool, known_end: bool) -> tuple[Stream, bool] | None:
+    def _connect(self, *, after_cut: bool) -> tuple[Stream, bool] | None:
         """Start the next log stream, resuming after what was written; None: stop. With it,
         whether it is final: started once the container's end was known, a plain read
         (no follow) of a log that no longer changes."""
@@ -711,7 +698,7 @@ class LogFollower:
             # Decided here, under the lock and just before the start, rather than at the top
             # of the loop: a request that leaves after finish() reads a final log, and a
             # quick container's end is often known by the time its first request starts.
-            final = known_end if self._serial_check else self._finished
+            final = self._finished
             request = kubectl.log_request(
                 namespace, self._pod, self._container, since, follow=not final
             )
@@ -724,25 +711,13 @@ class LogFollower:
         self._give_up(failure)
         return None
 
-    def _wait(self, stream: Stream, *, final: bool, written: int) -> int:
-        """The stream's exit code. Meanwhile, once the container's end is known, the cheap
-        check starts beside it: at once beside a stream that began before the end (its clean
-        end proves nothing alone), and beside a final one once it has brought output (one
-        that brings nothing is the proof itself)."""
+    def _wait(self, stream: Stream) -> int:
         while True:
-            code = stream.wait(_WAIT_SLICE_SECONDS)
+            code = stream.wait(0.25)
             if code is not None:
                 return code
             if self._write_failure is not None:
                 stream.terminate()
-            if (
-                not self._serial_check
-                and self._check is None
-                and not self._cut
-                and self._finished
-                and (not final or self._written > written)
-            ):
-                self._start_check()
 
     def _pause(self, seconds: float, *, ended_cleanly: bool) -> None:
         """Wait before the next attempt; after a clean end, only until the container ends."""
@@ -795,10 +770,9 @@ class LogFollower:
         self._tail = (self._tail + data)[-_PROBE_LINE_BYTES:]
 
     def _start_check(self) -> None:
-        """Start the cheap check (docs/decisions/0120, 0200): one request for the log's last
-        line (`tailLines=1`), made only once the container's end is known, so that its
-        answer is the log's final last line. Once per follower; `_check_says_complete`
-        reads the answer."""
+        """Start the cheap check (docs/decisions/0120): one request for the log's last line
+        (`tailLines=1`), made only once the container's end is known, so that its answer is
+        the log's final last line. Once per follower; `_check_says_complete` reads it."""
         answer: list[bytes] = []
         check = _Check(answer, self._clock())
         self._check = check

@@ -799,60 +799,7 @@ def test_a_last_line_without_newline_can_be_the_logs_last_line() -> None:
     assert (len(fake.calls), fake.probes) == (1, 1)
 
 
-# --- the cheap check beside the stream (docs/decisions/0200) ---------------------------------
-
-
-def finishing(logs: LogFollower) -> threading.Thread:
-    """`finish()` on a thread of its own, as the runner calls it once the end is known."""
-    thread = threading.Thread(target=logs.finish, args=(5.0,), daemon=True)
-    thread.start()
-    return thread
-
-
-def test_the_check_starts_beside_a_stream_still_open_when_the_end_becomes_known() -> None:
-    data = render(SAMPLE[:-1])
-    held = Script([data], code=None)  # still open: the stream is behind the container
-    logs, fake, out, _ = follower([held])
-    fake.last_line = render(SAMPLE[-2:-1])  # the log ends with the last line written
-    logs.start()
-    assert wait_until(lambda: out.getvalue() == content(SAMPLE[:-1]))
-    assert fake.probes == 0  # the container's end is not known yet
-    done = finishing(logs)
-    assert wait_until(lambda: fake.probes == 1)  # beside the stream, before its end
-    held.code = 0  # the stream ends cleanly
-    done.join(5.0)
-    assert logs.join(0) is True
-    assert out.getvalue() == content(SAMPLE[:-1])
-    assert (fake.calls, fake.probes) == ([BASE], 1)  # no plain read after the end
-
-
-def test_a_stream_behind_the_checked_last_line_still_gets_the_plain_read() -> None:
-    data = render(SAMPLE[:-1])
-    cut = data.index(ts(1, 7))
-    held = Script([data[:cut]], code=None)
-    logs, fake, out, _ = follower([held, Script([data], 0)])
-    fake.last_line = render(SAMPLE[-2:-1])  # later than what the stream brought
-    logs.start()
-    assert wait_until(lambda: len(out.getvalue()) > 0)
-    done = finishing(logs)
-    assert wait_until(lambda: fake.probes == 1)
-    held.code = 0  # a clean end before the log's end (a rotation, a cut): proves nothing
-    done.join(5.0)
-    assert out.getvalue() == content(SAMPLE[:-1])
-    # The plain read brought more, so one more brings nothing new (the check is used once).
-    assert fake.calls == [BASE, checked("2026-12-02T19:00:01Z"), checked(LAST)]
-
-
-def test_an_empty_log_checked_beside_an_empty_stream_is_complete() -> None:
-    held = Script([], code=None)
-    logs, fake, out, _ = follower([held])
-    logs.start()
-    assert wait_until(lambda: len(fake.calls) == 1)
-    done = finishing(logs)
-    assert wait_until(lambda: fake.probes == 1)  # answers no line: the log is empty
-    held.code = 0
-    done.join(5.0)
-    assert (out.getvalue(), fake.calls, fake.probes) == (b"", [BASE], 1)
+# --- a request's kind, decided as it starts (docs/decisions/0200) ------------------------------
 
 
 def test_a_request_sent_after_the_end_that_brings_nothing_needs_no_check() -> None:
