@@ -23,10 +23,15 @@ container's: the kubelet writes every log line with one, and its own error into 
 has begun with status 200 (`failed to try resolving symlinks in path ".../0.log"`, kubectl
 exiting 0), so such text is never written: the stream counts as failed with it as the reason.
 
-Complete (docs/decisions/0120). A clean end of the stream proves nothing: the real kubelet
-ends a follow cleanly at a log rotation, with the container still writing or not. So once
-the container has ended (`finish()`), every request is a plain read (no follow) from the
-resume point, repeated until one brings nothing new; only that ends the follower.
+Complete (docs/decisions/0120, 0200). A clean end of the stream proves nothing: the real
+kubelet ends a follow cleanly at a log rotation, with the container still writing or not. So
+once the container's end is known (`finish()`), every request is a plain read (no follow)
+from the resume point, repeated until one brings nothing new; only that ends the follower.
+Which kind a request is, is decided just before it starts: one sent after the end was known
+reads a log that no longer changes, so a quick container's first request can be the proof.
+The cheap check (the log's last line, `tailLines=1`, compared with the last line written) is
+made once, after a stream that brought output ended cleanly and the end is known. Starting
+it beside a stream still open at the end was measured and dropped (decision 0200).
 
 Rotation. The kubelet renames a container's log file once it exceeds containerLogMaxSize
 (10 MiB of CRI log by default, about 40 bytes a line more than the output), looking every
@@ -527,6 +532,7 @@ class LogFollower:
         self._ended_at = clock()  # when the last stream ended
         self._written = 0
         self._tail = b""  # the end of what was written: its last line, for the cheap check
+        self._check: _Check | None = None  # the cheap check, once the container has ended
         self._write_failure: Exception | None = None
         self._thread = threading.Thread(target=self._follow, name=f"logs-{pod}", daemon=True)
 
@@ -540,9 +546,11 @@ class LogFollower:
         with self._lock:
             self._stopped = True
             stream = self._stream
+            check = self._check.child if self._check is not None else None
             self._changed.notify_all()
-        if stream is not None:
-            stream.terminate()
+        for child in (stream, check):
+            if child is not None:
+                child.terminate()
 
     def pod_is_gone(self) -> None:
         """The pod was deleted before its container ended (the run fails with that): what
@@ -553,7 +561,8 @@ class LogFollower:
 
     def finish(self, deadline_seconds: float) -> bool:
         """The container has ended: wait up to `deadline_seconds` for the stream to deliver
-        the rest (reconnecting if it drops). True when everything was written."""
+        the rest (reconnecting if it drops). True when everything was written. Called before
+        `start()`, the first request is already a final read (see "Complete")."""
         with self._lock:
             self._finished = True
             self._changed.notify_all()
@@ -599,24 +608,22 @@ class LogFollower:
 
     def _follow(self) -> None:
         attempt = 0
-        probed = False
         while True:
             began, written = self._clock(), self._written
             with self._lock:
-                # Once the container has ended, every request is a plain read of what the
-                # log holds from the resume point (see "Complete" in the module docstring).
-                checking = self._finished
-            if checking and not probed and not self._cut and self._written:
-                probed = True  # once: its answer is only a shortcut
-                if self._last_line_is_the_logs():
+                finished = self._finished
+            if finished and self._check is None and not self._cut and self._written:
+                # The stream before ended cleanly before the container's end was known: the
+                # cheap check first, now (see "Complete" in the module docstring).
+                self._start_check()
+                if self._check_says_complete():
                     return
             # A rotation found by a resume long after a clean end may be a second one.
             quiet = self._clock() - self._ended_at
-            stream = self._connect(
-                follow=not checking, after_cut=self._cut or quiet >= ROTATION_CHECK_SECONDS
-            )
-            if stream is None:
+            connected = self._connect(after_cut=self._cut or quiet >= ROTATION_CHECK_SECONDS)
+            if connected is None:
                 return
+            stream, final = connected
             code = self._wait(stream)
             with self._write_lock:
                 if code == 0:
@@ -643,7 +650,7 @@ class LogFollower:
                 else:
                     self._give_up(f"cannot write to stdout ({self._write_failure})")
                 return
-            if code == 0 and checking and self._written == written:
+            if code == 0 and final and self._written == written:
                 return  # complete: the log holds nothing after what was written
             if code == 0 and finished:
                 attempt = 0
@@ -677,25 +684,30 @@ class LogFollower:
             return f"attempt {attempt} of {self._backoff.attempts}"
         return f"attempt {attempt}; the container has ended: until the drain deadline"
 
-    def _connect(self, *, follow: bool, after_cut: bool) -> Stream | None:
-        """Start the next log stream, resuming after what was written; None: stop."""
+    def _connect(self, *, after_cut: bool) -> tuple[Stream, bool] | None:
+        """Start the next log stream, resuming after what was written; None: stop. With it,
+        whether it is final: started once the container's end was known, a plain read
+        (no follow) of a log that no longer changes."""
         with self._write_lock:
             self._decoder.restart(after_cut=after_cut)
             since = self._decoder.resume.since_time()
         namespace = self._target.namespace or kubectl.DEFAULT_NAMESPACE
-        request = kubectl.log_request(
-            namespace, self._pod, self._container, since, follow=follow
-        )
-        args = ["get", "--raw", request]
         with self._lock:
             if self._stopped:
                 return None
+            # Decided here, under the lock and just before the start, rather than at the top
+            # of the loop: a request that leaves after finish() reads a final log, and a
+            # quick container's end is often known by the time its first request starts.
+            final = self._finished
+            request = kubectl.log_request(
+                namespace, self._pod, self._container, since, follow=not final
+            )
             try:
-                self._stream = self._start(args, self._deliver)
+                self._stream = self._start(["get", "--raw", request], self._deliver)
             except (SquarepegError, OSError) as exc:
                 failure = exc.one_line() if isinstance(exc, SquarepegError) else str(exc)
             else:
-                return self._stream
+                return self._stream, final
         self._give_up(failure)
         return None
 
@@ -757,43 +769,65 @@ class LogFollower:
         self._written += len(data)
         self._tail = (self._tail + data)[-_PROBE_LINE_BYTES:]
 
-    def _last_line_is_the_logs(self) -> bool:
-        """The cheap check (docs/decisions/0120): whether the log's last line (`tailLines=1`)
-        is the last line written, by its timestamp, to the nanosecond as the kubelet stamps
-        every line, and its content. False when it cannot tell: then the plain read from
-        the resume point decides."""
-        resume = self._decoder.resume
-        last = self._tail
-        if not resume.timestamp or not last:
-            return False
-        if resume.partial is None:
-            if not last.endswith(b"\n"):
-                return False
-            start = last.rfind(b"\n", 0, len(last) - 1) + 1
-        else:  # a last line without its newline (`head -c`): it must be all of the line
-            start = last.rfind(b"\n") + 1
-            if len(last) - start != resume.partial:
-                return False
-        if start == 0 and len(last) == _PROBE_LINE_BYTES:
-            return False  # a longer line than the tail kept
+    def _start_check(self) -> None:
+        """Start the cheap check (docs/decisions/0120): one request for the log's last line
+        (`tailLines=1`), made only once the container's end is known, so that its answer is
+        the log's final last line. Once per follower; `_check_says_complete` reads it."""
         answer: list[bytes] = []
+        check = _Check(answer, self._clock())
+        self._check = check
         namespace = self._target.namespace or kubectl.DEFAULT_NAMESPACE
         request = kubectl.log_request(
             namespace, self._pod, self._container, None, follow=False, tail=1
         )
-        try:
-            probe = self._start(["get", "--raw", request], answer.append)
-        except (SquarepegError, OSError):
+        with self._lock:
+            if self._stopped:
+                return
+            try:
+                check.child = self._start(["get", "--raw", request], answer.append)
+            except (SquarepegError, OSError):
+                return  # no answer: the plain read decides
+
+    def _check_says_complete(self) -> bool:
+        """Whether the check's answer is the last line written: by its timestamp, to the
+        nanosecond as the kubelet stamps every line, and its content (no line at all when
+        nothing was written). Waits for the answer up to _PROBE_SECONDS from the check's
+        start; False when it cannot tell: then the plain read from the resume point
+        decides. The answer is used once."""
+        check = self._check
+        if check is None or check.used or check.child is None or self._cut:
             return False
-        with self._lock:
-            self._stream = probe  # stop() ends it too
-        code = probe.wait(_PROBE_SECONDS)
-        with self._lock:
-            self._stream = None
+        check.used = True
+        code = check.child.wait(max(0.0, check.started + _PROBE_SECONDS - self._clock()))
         if code is None:
-            probe.terminate()
+            check.child.terminate()
             return False
-        return code == 0 and b"".join(answer) == resume.timestamp + b" " + last[start:]
+        if code != 0:
+            return False
+        with self._write_lock:
+            expected = self._expected_last_line()
+        return expected is not None and b"".join(check.answer) == expected
+
+    def _expected_last_line(self) -> bytes | None:
+        """What `tailLines=1` answers if the output written is all of the log; None when it
+        cannot be told from what was kept (see "Complete")."""
+        resume = self._decoder.resume
+        last = self._tail
+        if not resume.timestamp:
+            return b"" if not self._written else None
+        if not last:
+            return None
+        if resume.partial is None:
+            if not last.endswith(b"\n"):
+                return None
+            start = last.rfind(b"\n", 0, len(last) - 1) + 1
+        else:  # a last line without its newline (`head -c`): it must be all of the line
+            start = last.rfind(b"\n") + 1
+            if len(last) - start != resume.partial:
+                return None
+        if start == 0 and len(last) == _PROBE_LINE_BYTES:
+            return None  # a longer line than the tail kept
+        return resume.timestamp + b" " + last[start:]
 
     def _suspend(self, reason: str | None) -> bool:
         """Wait for the container's end before trying again (see the class docstring);
@@ -828,6 +862,16 @@ class LogFollower:
             f"lost the log stream of pod {self._pod} ({reason}); its output may be "
             f"incomplete: see all of it with `{self._logs_command}`"
         )
+
+
+@dataclass
+class _Check:
+    """The cheap check's request (LogFollower._start_check) and its answer."""
+
+    answer: list[bytes]
+    started: float
+    child: Stream | None = None
+    used: bool = False
 
 
 _KEPT_ENDING = "the stream kept ending before the container did"

@@ -401,6 +401,11 @@ class Run:
             self.console,
             logs_command=self.commands.logs("Pod", pod),
         )
+        if not self._container_running:
+            # Seen ended at once (a quick container goes from Pending to Succeeded on a real
+            # node): its first request reads a final log, and one that brings nothing is
+            # the whole proof (logs.py, "Complete"; docs/decisions/0200).
+            self._logs.finish(0)
         self._logs.start()
 
     # -- -i and -it: the attach

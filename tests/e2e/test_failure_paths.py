@@ -467,8 +467,6 @@ def _kubelet_node(cluster: Any) -> bool:
     return done.stdout.decode().split() != ["kubesim"]
 
 
-@pytest.mark.xfail(strict=False, reason="failed once in the fresh-clone CI of 4 December "
-                   "on the kubelet node, 4 of 4 alone; its cause is not read yet: issue 21")
 def test_a_child_killed_for_lack_of_memory_keeps_the_exit_code_and_says_so(
     squarepeg: Squarepeg, kubesim: Any
 ) -> None:

@@ -7,7 +7,9 @@ The real kubelet node only (`LOCALKUBE_NODE=kubelet ... --cluster localkube`): i
 rotation and its follow streams' early ends are the subject. kubesim's stand-ins are tested
 by test_output_complete.py. Measured here (4 December 2026, a 2-core machine shared with
 other test runs): 20 runs of `seq 1 700000` in 347 s (13 runs took 285 s in a busier
-moment), 10 runs of 32 MB of base64 in 132 s."""
+moment), 10 runs of 32 MB of base64 in 132 s. In the evening, at a load average of 15 to
+18: 20 of 20 exact in 408 s, and 20 of 20 exact in 360 s with the check of decision 0200
+(with the OOM-killed child's test, 20 s)."""
 
 from __future__ import annotations
 
@@ -73,18 +75,26 @@ def run(squarepeg: Squarepeg, command: str, timeout: float) -> Finished:
     return done
 
 
-@pytest.mark.xfail(strict=False, reason="failed once in the fresh-clone CI of 4 December "
-                   "(after 18 exact, 2 reported, 0 silent of 20 in a session's runs); its "
-                   "cause is not read yet: issue 21")
+def silent_losses(seen: list[tuple[str, int, int, bytes, str]]) -> list[str]:
+    """The runs that lost output silently, each with what tells its kind: where the output
+    began (a head rotated away before the first request begins past `1\\n`), its size and
+    code, and squarepeg's last line. Only these are printed on failure: pytest cuts a long
+    assertion message, and in the fresh-clone CI of 4 December the 20 tuples of every run
+    were cut after a "loss said" one, hiding the run that failed."""
+    return [f"run {i + 1}: {size} bytes, exit {code}, began {head!r}, last line {last!r}"
+            for i, (result, size, code, head, last) in enumerate(seen)
+            if result == "SILENT LOSS"]
+
+
 @pytest.mark.timeout(60 * SEQ_RUNS + 60)
 def test_seq_700000_twenty_times_in_a_row(squarepeg: Squarepeg) -> None:
     seen = []
     for _ in range(SEQ_RUNS):
         done = run(squarepeg, "seq 1 700000", timeout=300)
         seen.append((outcome(done, seq_complete(done)), len(done.stdout), done.code,
-                     done.stdout[:12]))
-        print(seen[-1], done.lines[-2:])
-    assert all(result != "SILENT LOSS" for result, *_ in seen), seen
+                     done.stdout[:12], (done.lines or [""])[-1]))
+        print(seen[-1])
+    assert not silent_losses(seen), silent_losses(seen)
 
 
 @pytest.mark.timeout(90 * RANDOM_RUNS + 60)
@@ -92,6 +102,7 @@ def test_three_rotations_of_random_base64_ten_times(squarepeg: Squarepeg) -> Non
     seen = []
     for _ in range(RANDOM_RUNS):
         done = run(squarepeg, RANDOM, timeout=600)
-        seen.append((outcome(done, random_complete(done)), len(done.stdout), done.code))
-        print(seen[-1], done.lines[-2:])
-    assert all(result != "SILENT LOSS" for result, *_ in seen), seen
+        seen.append((outcome(done, random_complete(done)), len(done.stdout), done.code,
+                     done.stdout[:12], (done.lines or [""])[-1]))
+        print(seen[-1])
+    assert not silent_losses(seen), silent_losses(seen)

@@ -797,3 +797,15 @@ def test_a_last_line_without_newline_can_be_the_logs_last_line() -> None:
     assert logs.join(5.0) is True
     assert out.getvalue() == content(SAMPLE)
     assert (len(fake.calls), fake.probes) == (1, 1)
+
+
+# --- a request's kind, decided as it starts (docs/decisions/0200) ------------------------------
+
+
+def test_a_request_sent_after_the_end_that_brings_nothing_needs_no_check() -> None:
+    logs, fake, out, _ = follower([Script([], 0)])
+    logs.finish(0)  # `run alpine true`: the end known before the first request left
+    logs.start()
+    assert logs.join(5.0) is True
+    assert (out.getvalue(), fake.probes) == (b"", 0)
+    assert fake.calls == [[*BASE[:2], BASE[2].replace("true&", "false&", 1)]]
