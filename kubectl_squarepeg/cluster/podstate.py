@@ -3,8 +3,9 @@
 Owns the meaning of a status: the phase, the seven fail-fast waiting reasons, the main
 container's status (found by its name, never by its position: passthrough config or a
 mutating webhook may add sidecars), its exit code, and the cases where the container never
-terminated on its own (evicted, deleted, node lost), which are squarepeg's 125 rather than
-a code the container chose. Also the timestamps the orphan sweep judges age by.
+terminated on its own (evicted by the kubelet or through the Eviction API, preempted,
+deleted, node lost: the DisruptionTarget condition names which), which are squarepeg's 125
+rather than a code the container chose. Also the timestamps the orphan sweep judges age by.
 
 Does no I/O and imports nothing of the package: every function takes the dicts kubectl
 printed and returns plain values.
@@ -246,7 +247,7 @@ def outcome(pod: Mapping[str, Any], container: str = MAIN) -> Outcome:
     if is_deleting(pod):
         # Outcomes are read before squarepeg's own delete: someone else deleted it, and a
         # code from the SIGTERM that followed is not one the container chose.
-        return deleted_outcome(pod_name)
+        return deleted_outcome(pod_name, pod)
     terminated = _state(container_status(pod, container), "terminated")
     if terminated is None:
         return Outcome(
@@ -318,8 +319,44 @@ def _runtime_detail(message: str) -> str:
     return detail.removesuffix(": unknown").strip()
 
 
-def deleted_outcome(pod_name: str) -> Outcome:
-    """The outcome of a pod deleted (by someone else) before its container finished."""
+# What the control plane writes into a pod's DisruptionTarget condition (reason) before it
+# deletes the pod, and how the user is told. An eviction through the Eviction API (`kubectl
+# drain`, a descheduler, an autoscaler) is a graceful delete with this condition, not the
+# kubelet's `status.reason: Evicted` (a node-pressure eviction, whose pod stays Failed).
+_DISRUPTION_WORDS = {
+    "EvictionByEvictionAPI": "was evicted through the Eviction API",
+    "PreemptionByScheduler": "was preempted by the scheduler",
+    "DeletionByTaintManager": "was evicted from its node (a NoExecute taint)",
+    "DeletionByPodGC": "was deleted by the pod garbage collector (its node is gone)",
+    "TerminationByKubelet": "was stopped by the kubelet",
+}
+
+
+def disruption(pod: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """(reason, message) of a pod's DisruptionTarget condition when it is True, else None."""
+    if pod is None:
+        return None
+    cond = _condition(pod, "DisruptionTarget")
+    if cond is None or cond.get("status") != "True":
+        return None
+    return str(cond.get("reason") or ""), str(cond.get("message") or "")
+
+
+def deleted_outcome(pod_name: str, pod: Mapping[str, Any] | None = None) -> Outcome:
+    """The outcome of a pod deleted (by someone else) before its container finished;
+    when the pod's last state has a DisruptionTarget condition, the line names the
+    disruption (an eviction through the Eviction API, a preemption, ...) and its message."""
+    found = disruption(pod)
+    if found is not None:
+        reason, message = found
+        what = _DISRUPTION_WORDS.get(reason, f"was disrupted ({reason or 'no reason given'})")
+        detail = f": {message}" if message else ""
+        return Outcome(
+            RUNNER_FAILED,
+            f"pod {pod_name} {what} before its container finished{detail}",
+            False,
+            pod_deleted=True,
+        )
     return Outcome(
         RUNNER_FAILED,
         f"pod {pod_name} was deleted before its container finished",

@@ -68,6 +68,9 @@ KUBELET_PORT = 10250
 KUBELET_HEALTHZ_PORT = 10248
 CLUSTER_DNS = "10.0.0.10"
 SHIM = "containerd-shim-runc-v2"
+# A restarted node component gets this long after SIGTERM before SIGKILL: the kubelet and
+# containerd end within it (their own shutdown); the pods are not theirs to stop.
+RESTART_GRACE_SECONDS = 5.0
 
 
 # -- configuration (pure) -------------------------------------------------------------------
@@ -194,6 +197,16 @@ def python_libraries(ldd_outputs: list[str]) -> list[Path]:
             if match:
                 found.add(match.group(1))
     return sorted(Path(path) for path in found)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class KubeletNode:
@@ -327,6 +340,57 @@ class KubeletNode:
         except StartError:
             return False
         return True
+
+    # -- faults: a node component restarted ---------------------------------------------------
+
+    def restart(self, which: str, down: float, stopping: Callable[[], bool]) -> dict[str, Any]:
+        """Stop the kubelet or containerd (SIGTERM, SIGKILL after RESTART_GRACE_SECONDS),
+        keep it down for `down` seconds, start it again with the same argv and wait until it
+        answers (the kubelet's healthz, containerd's `ctr version`). Must run on the
+        launcher's main thread (the death signal follows the thread that forked).
+
+        containerd's running tasks (containers and sandboxes) are listed before, and each
+        one's process is looked for afterwards: across a containerd restart they keep
+        running under their shims (each shim has a process group of its own, which the
+        stop's group kill does not reach). The answer lists the tasks whose process is gone
+        (`tasks_gone`; a container that ended by itself meanwhile is among them too)."""
+        component = {"kubelet": self.kubelet, "containerd": self.containerd}[which]
+        before = self._running_tasks()
+        began = time.monotonic()
+        component.stop(RESTART_GRACE_SECONDS)
+        stopped_in = time.monotonic() - began
+        deadline = time.monotonic() + down
+        while time.monotonic() < deadline:  # down, unless localkube is stopping meanwhile
+            if stopping():
+                return {"restarted": which, "interrupted": True}
+            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+        component.start()
+        answers = self._kubelet_up if which == "kubelet" else self._containerd_up
+        wait_for(answers, 60, f"{which} to answer after its restart", component, stopping)
+        gone = sorted(task for task, pid in before.items() if not _alive(pid))
+        return {"restarted": which, "down": down, "stopped_in": round(stopped_in, 2),
+                "back_in": round(time.monotonic() - began, 2),
+                "tasks_running_before": len(before), "tasks_gone": gone}
+
+    def _running_tasks(self) -> dict[str, int]:
+        """containerd's RUNNING tasks and their processes (`ctr tasks ls`: TASK PID STATUS)."""
+        tasks: dict[str, int] = {}
+        with contextlib.suppress(StartError, subprocess.TimeoutExpired):
+            for line in self._ctr("tasks", "ls").splitlines()[1:]:
+                fields = line.split()
+                if len(fields) >= 3 and fields[2] == "RUNNING" and fields[1].isdigit():
+                    tasks[fields[0]] = int(fields[1])
+        return tasks
+
+    def _kubelet_up(self) -> bool:
+        def ask() -> bool:
+            url = f"http://127.0.0.1:{KUBELET_HEALTHZ_PORT}/healthz"
+            try:
+                with urllib.request.urlopen(url, timeout=2) as response:
+                    return bool(response.status == 200)
+            except OSError:
+                return False
+        return call_inside(self.network.path, ask)
 
     # -- stop -------------------------------------------------------------------------------
 

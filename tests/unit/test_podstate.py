@@ -163,6 +163,29 @@ def test_deleted_by_someone_else_is_125_even_with_a_sigterm_code() -> None:
     )
 
 
+def test_an_eviction_through_the_api_is_named_not_just_deleted() -> None:
+    # What the real API server wrote into a pod evicted with POST pods/NAME/eviction
+    # (localkube, kubelet node, 4 December): the condition, then a graceful delete.
+    p = pod(terminated(code=137, reason="Error"), phase="Failed", name="v")
+    p["metadata"]["deletionTimestamp"] = "2026-12-04T20:36:47Z"
+    p["status"]["conditions"] = [
+        {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+         "message": "Eviction API: evicting"},
+        {"type": "Ready", "status": "False"},
+    ]
+    assert podstate.outcome(p) == Outcome(
+        125,
+        "pod v was evicted through the Eviction API before its container finished: "
+        "Eviction API: evicting",
+        False,
+        pod_deleted=True,
+    )
+    # The watch's DELETED event carries the same last state.
+    assert podstate.deleted_outcome("v", p) == podstate.outcome(p)
+    p["status"]["conditions"][0]["status"] = "False"
+    assert podstate.outcome(p).message == "pod v was deleted before its container finished"
+
+
 def test_started_and_finished() -> None:
     assert not podstate.has_started(pod(waiting("ContainerCreating"), phase="Pending"))
     assert podstate.has_started(pod(running()))
