@@ -71,6 +71,7 @@ SHIM = "containerd-shim-runc-v2"
 # A restarted node component gets this long after SIGTERM before SIGKILL: the kubelet and
 # containerd end within it (their own shutdown); the pods are not theirs to stop.
 RESTART_GRACE_SECONDS = 5.0
+CONTAINER_WAIT_SECONDS = 60.0
 
 
 # -- configuration (pure) -------------------------------------------------------------------
@@ -343,19 +344,29 @@ class KubeletNode:
 
     # -- faults: a node component restarted ---------------------------------------------------
 
-    def restart(self, which: str, down: float, stopping: Callable[[], bool]) -> dict[str, Any]:
+    def restart(self, which: str, down: float, stopping: Callable[[], bool],
+                wait_for_containers: int = 0) -> dict[str, Any]:
         """Stop the kubelet or containerd (SIGTERM, SIGKILL after RESTART_GRACE_SECONDS),
         keep it down for `down` seconds, start it again with the same argv and wait until it
         answers (the kubelet's healthz, containerd's `ctr version`). Must run on the
         launcher's main thread (the death signal follows the thread that forked).
 
-        containerd's running tasks (containers and sandboxes) are listed before, and each
-        one's process is looked for afterwards: across a containerd restart they keep
+        With `wait_for_containers`, first waits (up to CONTAINER_WAIT_SECONDS) until at least
+        that many containers run at the node: the API's `Running` lags the node (after a
+        kubelet restart, pods stayed Running there for seconds with no container left).
+        The running containers (containerd's tasks, sandboxes aside) are listed before, and
+        each one's process is looked for afterwards: across a containerd restart they keep
         running under their shims (each shim has a process group of its own, which the
-        stop's group kill does not reach). The answer lists the tasks whose process is gone
-        (`tasks_gone`; a container that ended by itself meanwhile is among them too)."""
+        stop's group kill does not reach). The answer lists those whose process is gone
+        (`containers_gone`; one that ended by itself meanwhile, or was stopped by a delete,
+        is among them too: only its run's exit code tells which)."""
         component = {"kubelet": self.kubelet, "containerd": self.containerd}[which]
-        before = self._running_tasks()
+        before = self._running_containers()
+        deadline = time.monotonic() + CONTAINER_WAIT_SECONDS
+        while (isinstance(before, dict) and len(before) < wait_for_containers
+               and time.monotonic() < deadline and not stopping()):
+            time.sleep(0.2)
+            before = self._running_containers()
         began = time.monotonic()
         component.stop(RESTART_GRACE_SECONDS)
         stopped_in = time.monotonic() - began
@@ -367,20 +378,40 @@ class KubeletNode:
         component.start()
         answers = self._kubelet_up if which == "kubelet" else self._containerd_up
         wait_for(answers, 60, f"{which} to answer after its restart", component, stopping)
-        gone = sorted(task for task, pid in before.items() if not _alive(pid))
-        return {"restarted": which, "down": down, "stopped_in": round(stopped_in, 2),
-                "back_in": round(time.monotonic() - began, 2),
-                "tasks_running_before": len(before), "tasks_gone": gone}
+        answer: dict[str, Any] = {"restarted": which, "down": down,
+                                  "stopped_in": round(stopped_in, 2),
+                                  "back_in": round(time.monotonic() - began, 2)}
+        if isinstance(before, str):
+            answer["containers_unknown"] = f"ctr could not list them: {before}"
+        else:
+            answer["containers_running_before"] = len(before)
+            answer["containers_gone"] = sorted(task for task, pid in before.items()
+                                               if not _alive(pid))
+        return answer
 
-    def _running_tasks(self) -> dict[str, int]:
-        """containerd's RUNNING tasks and their processes (`ctr tasks ls`: TASK PID STATUS)."""
-        tasks: dict[str, int] = {}
-        with contextlib.suppress(StartError, subprocess.TimeoutExpired):
-            for line in self._ctr("tasks", "ls").splitlines()[1:]:
+    def _running_containers(self) -> dict[str, int] | str:
+        """The pods' containers running now, sandboxes aside, and their processes (`ctr
+        tasks ls`: TASK PID STATUS; `ctr containers ls`: CONTAINER IMAGE RUNTIME), or why
+        they could not be listed (three tries)."""
+        problem = ""
+        for _attempt in range(3):
+            try:
+                tasks = self._ctr("tasks", "ls")
+                containers = self._ctr("containers", "ls")
+            except (StartError, subprocess.TimeoutExpired) as exc:
+                problem = str(exc).strip().splitlines()[-1][:200]
+                time.sleep(0.5)
+                continue
+            sandboxes = {fields[0] for line in containers.splitlines()[1:]
+                         if len(fields := line.split()) >= 2 and fields[1] == SANDBOX_IMAGE}
+            running: dict[str, int] = {}
+            for line in tasks.splitlines()[1:]:
                 fields = line.split()
-                if len(fields) >= 3 and fields[2] == "RUNNING" and fields[1].isdigit():
-                    tasks[fields[0]] = int(fields[1])
-        return tasks
+                if (len(fields) >= 3 and fields[2] == "RUNNING" and fields[1].isdigit()
+                        and fields[0] not in sandboxes):
+                    running[fields[0]] = int(fields[1])
+            return running
+        return problem
 
     def _kubelet_up(self) -> bool:
         def ask() -> bool:

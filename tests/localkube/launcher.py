@@ -20,16 +20,19 @@
         `--node agent`; with `--install-packages` it first apt-get installs the Debian
         packages the node needs (node_build.APT_PACKAGES) when some are missing (as root,
         DEBIAN_FRONTEND=noninteractive; scripts/test uses it).
-    ctl --kubeconfig FILE restart --down SECONDS | restart-kubelet --down SECONDS |
-        restart-containerd --down SECONDS | evict NAMESPACE/POD | evict-api NAMESPACE/POD |
+    ctl --kubeconfig FILE restart --down SECONDS |
+        restart-kubelet|restart-containerd --down SECONDS [--wait-for-containers N] |
+        evict NAMESPACE/POD | evict-api NAMESPACE/POD |
         delete-pod NAMESPACE/POD [--grace-period N] | drop-logs [--after-bytes N]
         Faults by real means: stop the kube-apiserver process (SIGTERM, SIGKILL after a
         second: open streams end then), keep it down for SECONDS,
         start it again on the same port (etcd keeps the state; the command returns once it
         is stopped); the same for the kubelet node's kubelet or containerd (SIGTERM, SIGKILL
-        after 5 s, down SECONDS, started again with the same flags; the command returns once
-        it answers again, saying how many pod processes there were and which were lost:
-        none, as the pods run under their shims; refused on the agent node); a node-pressure
+        after 5 s, down SECONDS, started again with the same flags; with
+        `--wait-for-containers N` only once N containers run at the node; the command
+        returns once it answers again, saying how many containers ran and which of their
+        processes are gone: none, as they run under their shims, unless one ended by
+        itself meanwhile; refused on the agent node); a node-pressure
         eviction by the node agent (refused on the kubelet node, as is drop-logs); an
         eviction through the Eviction API (POST pods/NAME/eviction, as `kubectl drain`: the
         pod gets the DisruptionTarget condition and a graceful delete; either node); a
@@ -326,7 +329,8 @@ class Cluster:
         try:
             answer = self.kubelet_node.restart(NODE_RESTARTS[request.verb],
                                                float(request.args.get("down") or 0),
-                                               self._stopping)
+                                               self._stopping,
+                                               int(request.args.get("waitForContainers") or 0))
         except (StartError, Interrupted) as exc:
             answer = {"error": f"{request.verb}: {exc}"}
         finally:
@@ -523,6 +527,8 @@ def ctl(args: argparse.Namespace) -> int:
     params: dict[str, Any] = {}
     if args.verb == "restart" or args.verb in NODE_RESTARTS:
         params["down"] = args.down
+        if args.verb in NODE_RESTARTS:
+            params["waitForContainers"] = args.wait_for_containers
     elif args.verb == "drop-logs":
         params["afterBytes"] = args.after_bytes
     elif args.verb in ("evict", "evict-api", "delete-pod"):
@@ -570,6 +576,9 @@ def parser() -> argparse.ArgumentParser:
                                          "with the same flags (the pods keep running)")
         node_restart.add_argument("--down", type=float, required=True,
                                   help="seconds to stay down")
+        node_restart.add_argument("--wait-for-containers", type=int, default=0, metavar="N",
+                                  help="first wait (up to 60 s) until N containers run at "
+                                  "the node")
     evict = faults.add_parser("evict", help="evict a pod for node pressure (the node agent)")
     evict.add_argument("pod", type=pod_ref, help="NAMESPACE/POD")
     evict_api = faults.add_parser("evict-api", help="evict a pod through the Eviction API "
