@@ -11,7 +11,7 @@ On localkube's real kubelet node (the localkube phase): `scripts/soak --cluster 
 restart and one containerd restart, each while runs' containers are running, and one
 eviction through the Eviction API; every run exact (in containerd's line form: no container
 was taken down by a restart) or a failure it reported, the evicted run 125 naming the
-eviction, nothing left. About 1.5 min (its own localkube's start included).
+eviction, nothing left. 55 to 100 s in four runs (its own localkube's start included).
 """
 
 from __future__ import annotations

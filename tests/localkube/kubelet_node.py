@@ -23,6 +23,8 @@ pid, so two can run at once):
   give the sandbox oom_score_adj -998);
 - the kubelet (the admin kubeconfig; anonymous access with AlwaysAllow on its port, as the API
   server has no kubelet client certificate; `failCgroupV1: false`, `failSwapOn: false`).
+`restart` is the node's faults (`ctl restart-kubelet`, `restart-containerd`): one component
+stopped and started again with the same argv, the containers checked alive across it.
 `stop` kills the pods' processes (through the cgroups), deletes containerd's tasks, stops
 the kubelet, containerd, the shims it started and the registry, unmounts everything under
 the state directory, removes the cgroups, the veth and the namespace. See
