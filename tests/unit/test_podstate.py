@@ -163,6 +163,29 @@ def test_deleted_by_someone_else_is_125_even_with_a_sigterm_code() -> None:
     )
 
 
+@pytest.mark.parametrize("reason, message", [
+    # The kubelet's words on the real node while containerd restarted (4 December).
+    ("RunContainerError", "error reading from server: read unix @->/tmp/l/containerd.sock: "
+                          "read: connection reset by peer"),
+    ("CreateContainerError", 'connection error: desc = "transport: Error while dialing: dial '
+                             "unix /tmp/l/containerd.sock: connect: no such file or "
+                             'directory"'),
+    ("RunContainerError", "error reading from server: EOF"),
+])
+def test_a_runtime_connection_that_broke_is_not_fail_fast(reason: str, message: str) -> None:
+    assert podstate.fail_fast(pod(waiting(reason, message=message), phase="Pending")) is None
+
+
+def test_a_create_error_of_the_users_own_is_still_fail_fast() -> None:
+    message = 'secret "nope" not found'
+    found = podstate.fail_fast(pod(waiting("CreateContainerConfigError", message=message),
+                                   phase="Pending"))
+    assert found is not None and found.reason == "CreateContainerConfigError"
+    message = "failed to create containerd task: exec: \"nope\": not found"
+    assert podstate.fail_fast(pod(waiting("RunContainerError", message=message),
+                                  phase="Pending")) is not None
+
+
 def test_an_eviction_through_the_api_is_named_not_just_deleted() -> None:
     # What the real API server wrote into a pod evicted with POST pods/NAME/eviction
     # (localkube, kubelet node, 4 December): the condition, then a graceful delete.
