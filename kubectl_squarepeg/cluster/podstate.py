@@ -56,6 +56,11 @@ _RUNTIME_CONNECTION_WORDS = (
 # Reasons a kubelet writes into a terminated state that it made up itself, because the
 # container's real end was never observed (an evicted pod, a lost node).
 _UNOBSERVED_END_REASONS = frozenset({"ContainerStatusUnknown"})
+# containerd's terminated reason (and made-up exit code) for a container that ended while
+# containerd was down: on its restart it finds the process gone and its exit status lost.
+# Seen on the real node (`sh -c 'sleep 4; exit 55'` ended 255 across a containerd restart);
+# the 255 is not the container's (decision 0211).
+_LOST_EXIT_REASON, _LOST_EXIT_CODE = "Unknown", 255
 # Terminated reasons of a container whose command never ran: the runtime could not start
 # it (containerd: StartError; dockershim: ContainerCannotRun).
 _START_FAILURE_REASONS = frozenset({"StartError", "ContainerCannotRun"})
@@ -290,6 +295,14 @@ def outcome(pod: Mapping[str, Any], container: str = MAIN) -> Outcome:
         return Outcome(
             RUNNER_FAILED,
             f"container {container} of pod {pod_name} was lost before it finished: {detail}",
+            False,
+        )
+    if reason == _LOST_EXIT_REASON and terminated.get("exitCode") == _LOST_EXIT_CODE:
+        return Outcome(
+            RUNNER_FAILED,
+            f"container {container} of pod {pod_name} ended, but the runtime lost its exit "
+            f"code (reason {reason}, reported as {_LOST_EXIT_CODE}: the runtime was "
+            "restarted as it ended)",
             False,
         )
     if reason in _START_FAILURE_REASONS:

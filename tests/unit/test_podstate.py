@@ -140,6 +140,18 @@ def test_eviction_is_125_not_the_made_up_137() -> None:
     )
 
 
+def test_an_exit_code_containerd_lost_is_125_not_its_made_up_255() -> None:
+    # The real node's status of `sh -c 'sleep 4; exit 55'` that ended while containerd was
+    # restarted (4 December).
+    p = pod(terminated(code=255, reason="Unknown"), phase="Failed", name="x55")
+    result = podstate.outcome(p)
+    assert result.exit_code == 125 and not result.from_container
+    assert result.message and "lost its exit code" in result.message
+    # A container's own 255 stays its own.
+    assert podstate.outcome(pod(terminated(code=255, reason="Error"), phase="Failed")) == (
+        Outcome(255))
+
+
 def test_container_status_unknown_without_eviction_is_125() -> None:
     p = pod(terminated(code=137, reason="ContainerStatusUnknown", message="node lost"),
             phase="Failed", name="n")
