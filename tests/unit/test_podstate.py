@@ -183,6 +183,7 @@ def test_deleted_by_someone_else_is_125_even_with_a_sigterm_code() -> None:
                              "unix /tmp/l/containerd.sock: connect: no such file or "
                              'directory"'),
     ("RunContainerError", "error reading from server: EOF"),
+    ("ErrImagePull", "pull QPS exceeded"),
 ])
 def test_a_runtime_connection_that_broke_is_not_fail_fast(reason: str, message: str) -> None:
     assert podstate.fail_fast(pod(waiting(reason, message=message), phase="Pending")) is None
