@@ -484,7 +484,8 @@ def wait_for_finish(
     event = latest
     while True:
         if event.type == "DELETED" and not podstate.has_finished(event.pod):
-            return podstate.deleted_outcome(watch.pod_name or podstate.name(event.pod))
+            return podstate.deleted_outcome(watch.pod_name or podstate.name(event.pod),
+                                            event.pod)
         if podstate.has_finished(event.pod):
             return podstate.outcome(event.pod)
         if stop():

@@ -23,6 +23,8 @@ pid, so two can run at once):
   give the sandbox oom_score_adj -998);
 - the kubelet (the admin kubeconfig; anonymous access with AlwaysAllow on its port, as the API
   server has no kubelet client certificate; `failCgroupV1: false`, `failSwapOn: false`).
+`restart` is the node's faults (`ctl restart-kubelet`, `restart-containerd`): one component
+stopped and started again with the same argv, the containers checked alive across it.
 `stop` kills the pods' processes (through the cgroups), deletes containerd's tasks, stops
 the kubelet, containerd, the shims it started and the registry, unmounts everything under
 the state directory, removes the cgroups, the veth and the namespace. See
@@ -68,6 +70,10 @@ KUBELET_PORT = 10250
 KUBELET_HEALTHZ_PORT = 10248
 CLUSTER_DNS = "10.0.0.10"
 SHIM = "containerd-shim-runc-v2"
+# A restarted node component gets this long after SIGTERM before SIGKILL: the kubelet and
+# containerd end within it (their own shutdown); the pods are not theirs to stop.
+RESTART_GRACE_SECONDS = 5.0
+CONTAINER_WAIT_SECONDS = 60.0
 
 
 # -- configuration (pure) -------------------------------------------------------------------
@@ -194,6 +200,16 @@ def python_libraries(ldd_outputs: list[str]) -> list[Path]:
             if match:
                 found.add(match.group(1))
     return sorted(Path(path) for path in found)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class KubeletNode:
@@ -327,6 +343,87 @@ class KubeletNode:
         except StartError:
             return False
         return True
+
+    # -- faults: a node component restarted ---------------------------------------------------
+
+    def restart(self, which: str, down: float, stopping: Callable[[], bool],
+                wait_for_containers: int = 0) -> dict[str, Any]:
+        """Stop the kubelet or containerd (SIGTERM, SIGKILL after RESTART_GRACE_SECONDS),
+        keep it down for `down` seconds, start it again with the same argv and wait until it
+        answers (the kubelet's healthz, containerd's `ctr version`). Must run on the
+        launcher's main thread (the death signal follows the thread that forked).
+
+        With `wait_for_containers`, first waits (up to CONTAINER_WAIT_SECONDS) until at least
+        that many containers run at the node: the API's `Running` lags the node (after a
+        kubelet restart, pods stayed Running there for seconds with no container left).
+        The running containers (containerd's tasks, sandboxes aside) are listed before, and
+        each one's process is looked for afterwards: across a containerd restart they keep
+        running under their shims (each shim has a process group of its own, which the
+        stop's group kill does not reach). The answer lists those whose process is gone
+        (`containers_gone`; one that ended by itself meanwhile, or was stopped by a delete,
+        is among them too: only its run's exit code tells which)."""
+        component = {"kubelet": self.kubelet, "containerd": self.containerd}[which]
+        before = self._running_containers()
+        deadline = time.monotonic() + CONTAINER_WAIT_SECONDS
+        while (isinstance(before, dict) and len(before) < wait_for_containers
+               and time.monotonic() < deadline and not stopping()):
+            time.sleep(0.2)
+            before = self._running_containers()
+        began = time.monotonic()
+        component.stop(RESTART_GRACE_SECONDS)
+        stopped_in = time.monotonic() - began
+        deadline = time.monotonic() + down
+        while time.monotonic() < deadline:  # down, unless localkube is stopping meanwhile
+            if stopping():
+                return {"restarted": which, "interrupted": True}
+            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+        component.start()
+        answers = self._kubelet_up if which == "kubelet" else self._containerd_up
+        wait_for(answers, 60, f"{which} to answer after its restart", component, stopping)
+        answer: dict[str, Any] = {"restarted": which, "down": down,
+                                  "stopped_in": round(stopped_in, 2),
+                                  "back_in": round(time.monotonic() - began, 2)}
+        if isinstance(before, str):
+            answer["containers_unknown"] = f"ctr could not list them: {before}"
+        else:
+            answer["containers_running_before"] = len(before)
+            answer["containers_gone"] = sorted(task for task, pid in before.items()
+                                               if not _alive(pid))
+        return answer
+
+    def _running_containers(self) -> dict[str, int] | str:
+        """The pods' containers running now, sandboxes aside, and their processes (`ctr
+        tasks ls`: TASK PID STATUS; `ctr containers ls`: CONTAINER IMAGE RUNTIME), or why
+        they could not be listed (three tries)."""
+        problem = ""
+        for _attempt in range(3):
+            try:
+                tasks = self._ctr("tasks", "ls")
+                containers = self._ctr("containers", "ls")
+            except (StartError, subprocess.TimeoutExpired) as exc:
+                problem = str(exc).strip().splitlines()[-1][:200]
+                time.sleep(0.5)
+                continue
+            sandboxes = {fields[0] for line in containers.splitlines()[1:]
+                         if len(fields := line.split()) >= 2 and fields[1] == SANDBOX_IMAGE}
+            running: dict[str, int] = {}
+            for line in tasks.splitlines()[1:]:
+                fields = line.split()
+                if (len(fields) >= 3 and fields[2] == "RUNNING" and fields[1].isdigit()
+                        and fields[0] not in sandboxes):
+                    running[fields[0]] = int(fields[1])
+            return running
+        return problem
+
+    def _kubelet_up(self) -> bool:
+        def ask() -> bool:
+            url = f"http://127.0.0.1:{KUBELET_HEALTHZ_PORT}/healthz"
+            try:
+                with urllib.request.urlopen(url, timeout=2) as response:
+                    return bool(response.status == 200)
+            except OSError:
+                return False
+        return call_inside(self.network.path, ask)
 
     # -- stop -------------------------------------------------------------------------------
 

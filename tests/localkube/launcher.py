@@ -20,13 +20,23 @@
         `--node agent`; with `--install-packages` it first apt-get installs the Debian
         packages the node needs (node_build.APT_PACKAGES) when some are missing (as root,
         DEBIAN_FRONTEND=noninteractive; scripts/test uses it).
-    ctl --kubeconfig FILE restart --down SECONDS | evict NAMESPACE/POD |
+    ctl --kubeconfig FILE restart --down SECONDS |
+        restart-kubelet|restart-containerd --down SECONDS [--wait-for-containers N] |
+        evict NAMESPACE/POD | evict-api NAMESPACE/POD |
         delete-pod NAMESPACE/POD [--grace-period N] | drop-logs [--after-bytes N]
         Faults by real means: stop the kube-apiserver process (SIGTERM, SIGKILL after a
         second: open streams end then), keep it down for SECONDS,
         start it again on the same port (etcd keeps the state; the command returns once it
-        is stopped); a node-pressure eviction by the node agent (refused on the kubelet
-        node, as is drop-logs); a graceful DELETE through
+        is stopped); the same for the kubelet node's kubelet or containerd (SIGTERM, SIGKILL
+        after 5 s, down SECONDS, started again with the same flags; with
+        `--wait-for-containers N` only once N containers run at the node; the command
+        returns once it answers again, saying how many containers ran and which of their
+        processes are gone: none, as they run under their shims, unless one ended by
+        itself meanwhile; refused on the agent node); a node-pressure
+        eviction by the node agent (refused on the kubelet node, as is drop-logs); an
+        eviction through the Eviction API (POST pods/NAME/eviction, as `kubectl drain`: the
+        pod gets the DisruptionTarget condition and a graceful delete; either node); a
+        graceful DELETE through
         the API, as another actor's `kubectl delete`; the node agent cutting its end of
         every open log stream (now, or after N more bytes each), as a kubelet connection
         that breaks. Prints a JSON answer; exit 1 on error.
@@ -86,6 +96,8 @@ CANARY = "localkube-canary"
 EXTENSION = "localkube"
 NODES = ("kubelet", "agent")
 DEFAULT_NODE = "kubelet"
+# ctl's restarts of the kubelet node's components, and the component each restarts.
+NODE_RESTARTS = {"restart-kubelet": "kubelet", "restart-containerd": "containerd"}
 
 
 def say(message: str) -> None:
@@ -240,6 +252,11 @@ class Cluster:
 
     def control(self, verb: str, args: dict[str, Any]) -> dict[str, Any]:
         """Run on a control connection's thread; process work goes to the main thread."""
+        if verb == "evict-api":
+            return self._evict_through_the_api(str(args["namespace"]), str(args["name"]))
+        if verb in NODE_RESTARTS and self.kubelet_node is None:
+            return {"error": f"{verb}: the node agent has no {NODE_RESTARTS[verb]}; use the "
+                             "kubelet node"}
         if verb in ("evict", "drop-logs") and self.agent is None:
             return {"error": f"{verb}: a fault of the node agent; this cluster's node is the "
                              "real kubelet"}
@@ -262,11 +279,25 @@ class Cluster:
             after = args.get("afterBytes")
             return {"dropped": self.agent.logbook.drop_followers(
                 None if after is None else int(after))}
-        if verb == "restart":
+        if verb == "restart" or verb in NODE_RESTARTS:
             request = ControlRequest(verb, args, queue.Queue())
             self.requests.put(request)
-            return request.answer.get(timeout=60)
+            return request.answer.get(timeout=120)
         return {"error": f"{verb}: not a fault localkube can make (kubesim only)"}
+
+    def _evict_through_the_api(self, namespace: str, name: str) -> dict[str, Any]:
+        """POST pods/NAME/eviction, as `kubectl drain` does: the API server checks the
+        disruption budgets, sets the pod's DisruptionTarget condition (reason
+        EvictionByEvictionAPI) and deletes it with its own grace period; the node then
+        stops it as for any delete."""
+        body = {"apiVersion": "policy/v1", "kind": "Eviction",
+                "metadata": {"name": name, "namespace": namespace}}
+        try:
+            self.api.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction",
+                             body)
+        except ApiError as exc:
+            return {"error": exc.message}
+        return {"evicted": f"{namespace}/{name}", "through": "the Eviction API"}
 
     # -- running ----------------------------------------------------------------------------------
 
@@ -292,6 +323,22 @@ class Cluster:
             self._restarting = False
         say(f"kube-apiserver restarted ({down:g}s down)")
 
+    def _restart_node_component(self, request: ControlRequest) -> None:
+        assert self.kubelet_node is not None  # control() refuses these on the agent
+        self._restarting = True
+        try:
+            answer = self.kubelet_node.restart(NODE_RESTARTS[request.verb],
+                                               float(request.args.get("down") or 0),
+                                               self._stopping,
+                                               int(request.args.get("waitForContainers") or 0))
+        except (StartError, Interrupted) as exc:
+            answer = {"error": f"{request.verb}: {exc}"}
+        finally:
+            self._restarting = False
+        request.answer.put(answer)
+        if "error" not in answer:
+            say(f"{NODE_RESTARTS[request.verb]} restarted ({answer.get('down', 0):g}s down)")
+
     def run_until_stopped(self) -> str | None:
         """Serve control requests on this (the main) thread until a stop; the name of a
         component that died, if one did."""
@@ -301,7 +348,10 @@ class Cluster:
             except queue.Empty:
                 request = None
             if request is not None:
-                self._restart_apiserver(request)
+                if request.verb in NODE_RESTARTS:
+                    self._restart_node_component(request)
+                else:
+                    self._restart_apiserver(request)
                 continue
             for component in (self.etcd, self.apiserver, self.controller_manager,
                               self.scheduler, *self.node_components()):
@@ -475,11 +525,13 @@ def pod_ref(text: str) -> tuple[str, str]:
 
 def ctl(args: argparse.Namespace) -> int:
     params: dict[str, Any] = {}
-    if args.verb == "restart":
+    if args.verb == "restart" or args.verb in NODE_RESTARTS:
         params["down"] = args.down
+        if args.verb in NODE_RESTARTS:
+            params["waitForContainers"] = args.wait_for_containers
     elif args.verb == "drop-logs":
         params["afterBytes"] = args.after_bytes
-    elif args.verb in ("evict", "delete-pod"):
+    elif args.verb in ("evict", "evict-api", "delete-pod"):
         params["namespace"], params["name"] = args.pod
         if args.verb == "delete-pod":
             params["gracePeriodSeconds"] = args.grace_period
@@ -519,8 +571,19 @@ def parser() -> argparse.ArgumentParser:
     faults = ctl_p.add_subparsers(dest="verb", required=True)
     restart = faults.add_parser("restart", help="restart kube-apiserver (etcd keeps state)")
     restart.add_argument("--down", type=float, required=True, help="seconds to stay down")
-    evict = faults.add_parser("evict", help="evict a pod for node pressure")
+    for verb, component in NODE_RESTARTS.items():
+        node_restart = faults.add_parser(verb, help=f"restart the kubelet node's {component} "
+                                         "with the same flags (the pods keep running)")
+        node_restart.add_argument("--down", type=float, required=True,
+                                  help="seconds to stay down")
+        node_restart.add_argument("--wait-for-containers", type=int, default=0, metavar="N",
+                                  help="first wait (up to 60 s) until N containers run at "
+                                  "the node")
+    evict = faults.add_parser("evict", help="evict a pod for node pressure (the node agent)")
     evict.add_argument("pod", type=pod_ref, help="NAMESPACE/POD")
+    evict_api = faults.add_parser("evict-api", help="evict a pod through the Eviction API "
+                                  "(POST pods/NAME/eviction), as kubectl drain does")
+    evict_api.add_argument("pod", type=pod_ref, help="NAMESPACE/POD")
     delete = faults.add_parser("delete-pod", help="delete a pod as another actor would")
     delete.add_argument("pod", type=pod_ref, help="NAMESPACE/POD")
     delete.add_argument("--grace-period", type=int, default=None)

@@ -140,6 +140,18 @@ def test_eviction_is_125_not_the_made_up_137() -> None:
     )
 
 
+def test_an_exit_code_containerd_lost_is_125_not_its_made_up_255() -> None:
+    # The real node's status of `sh -c 'sleep 4; exit 55'` that ended while containerd was
+    # restarted (4 December).
+    p = pod(terminated(code=255, reason="Unknown"), phase="Failed", name="x55")
+    result = podstate.outcome(p)
+    assert result.exit_code == 125 and not result.from_container
+    assert result.message and "lost its exit code" in result.message
+    # A container's own 255 stays its own.
+    assert podstate.outcome(pod(terminated(code=255, reason="Error"), phase="Failed")) == (
+        Outcome(255))
+
+
 def test_container_status_unknown_without_eviction_is_125() -> None:
     p = pod(terminated(code=137, reason="ContainerStatusUnknown", message="node lost"),
             phase="Failed", name="n")
@@ -161,6 +173,53 @@ def test_deleted_by_someone_else_is_125_even_with_a_sigterm_code() -> None:
     assert podstate.outcome(p) == Outcome(
         125, "pod d was deleted before its container finished", False, pod_deleted=True
     )
+
+
+@pytest.mark.parametrize("reason, message", [
+    # The kubelet's words on the real node while containerd restarted (4 December).
+    ("RunContainerError", "error reading from server: read unix @->/tmp/l/containerd.sock: "
+                          "read: connection reset by peer"),
+    ("CreateContainerError", 'connection error: desc = "transport: Error while dialing: dial '
+                             "unix /tmp/l/containerd.sock: connect: no such file or "
+                             'directory"'),
+    ("RunContainerError", "error reading from server: EOF"),
+    ("ErrImagePull", "pull QPS exceeded"),
+])
+def test_a_runtime_connection_that_broke_is_not_fail_fast(reason: str, message: str) -> None:
+    assert podstate.fail_fast(pod(waiting(reason, message=message), phase="Pending")) is None
+
+
+def test_a_create_error_of_the_users_own_is_still_fail_fast() -> None:
+    message = 'secret "nope" not found'
+    found = podstate.fail_fast(pod(waiting("CreateContainerConfigError", message=message),
+                                   phase="Pending"))
+    assert found is not None and found.reason == "CreateContainerConfigError"
+    message = "failed to create containerd task: exec: \"nope\": not found"
+    assert podstate.fail_fast(pod(waiting("RunContainerError", message=message),
+                                  phase="Pending")) is not None
+
+
+def test_an_eviction_through_the_api_is_named_not_just_deleted() -> None:
+    # What the real API server wrote into a pod evicted with POST pods/NAME/eviction
+    # (localkube, kubelet node, 4 December): the condition, then a graceful delete.
+    p = pod(terminated(code=137, reason="Error"), phase="Failed", name="v")
+    p["metadata"]["deletionTimestamp"] = "2026-12-04T20:36:47Z"
+    p["status"]["conditions"] = [
+        {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+         "message": "Eviction API: evicting"},
+        {"type": "Ready", "status": "False"},
+    ]
+    assert podstate.outcome(p) == Outcome(
+        125,
+        "pod v was evicted through the Eviction API before its container finished: "
+        "Eviction API: evicting",
+        False,
+        pod_deleted=True,
+    )
+    # The watch's DELETED event carries the same last state.
+    assert podstate.deleted_outcome("v", p) == podstate.outcome(p)
+    p["status"]["conditions"][0]["status"] = "False"
+    assert podstate.outcome(p).message == "pod v was deleted before its container finished"
 
 
 def test_started_and_finished() -> None:
