@@ -340,6 +340,7 @@ def _write_file(path: str, member: tarfile.TarInfo, reader: IO[bytes], copied: C
     local = _open_same_candidate(path, member)
     temporary = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.squarepeg-tmp")
     same = local is not None
+    os.makedirs(os.path.dirname(path), exist_ok=True)  # a tar may list a file before its dir
     try:
         with open(temporary, "wb") as out:
             while piece := reader.read(_CHUNK):
@@ -397,6 +398,7 @@ def _write_symlink(
     if os.path.isdir(path) and not os.path.islink(path):
         copied.refused.append(f"copy-back: left {path}: a directory here, a symlink there")
         return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     temporary = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.squarepeg-tmp")
     with contextlib.suppress(FileNotFoundError):
         os.unlink(temporary)
