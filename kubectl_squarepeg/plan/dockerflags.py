@@ -65,9 +65,9 @@ _VOLUME_FIX = (
 # docs/decisions/0180 and 0220: a copy in before main starts, and back after it ends.
 FILES_COPIED = (
     "a local path (SRC with a `/`, `.` or `~`) is an emptyDir at DST filled with a snapshot of "
-    "SRC (through `kubectl exec`) before the container starts, and copied back after it ends "
-    "unless `ro` (new and changed files; deleted ones stay): a copy, no live sync; not with "
-    "`-d`. `z`, `Z` and propagation are refused"
+    "SRC (streamed through an exec into the pod) before the container starts, and copied back "
+    "after it ends unless `ro` (new and changed files; deleted ones stay): a copy, no live "
+    "sync; not with `-d`. `z`, `Z` and propagation are refused"
 )
 _VOLUME_MEANING = (
     "a PersistentVolumeClaim for a name (`-v NAME:DST[:ro]`); an emptyDir with a copy of your "
