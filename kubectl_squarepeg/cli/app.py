@@ -72,6 +72,7 @@ def _raise_signal(signum: int, frame: FrameType | None) -> None:
 if TYPE_CHECKING:
     from kubectl_squarepeg.cluster.connect import Connection, KubeconfigProbe
     from kubectl_squarepeg.config.merge import Config
+    from kubectl_squarepeg.files.upload import Checked
     from kubectl_squarepeg.plan.manifest import Plan
     from kubectl_squarepeg.plan.options import RunOptions
     from kubectl_squarepeg.terminal.console import Console
@@ -288,8 +289,9 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
             options, remove_when_done=bool(flags["rm"]), mode_given="mode" in explicit
         )
     console.quiet = options.quiet
+    files_checked = None
     if options.binds and not (options.dry_run or options.dry_run_server):
-        _refuse_file_transfer(options, console)
+        files_checked = _check_file_sources(options, console, detach=bool(flags["detach"]))
     if options.interactive and options.tty and not sys.stdin.isatty():
         # kubectl's behaviour (docker refuses): a CI job piping data into `-it` still runs.
         # Without the terminal: a pty would turn the piped bytes' newlines into CRLF.
@@ -329,24 +331,29 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
         sys.stdout.write(yamlout.dump(plan.manifest))
         return 0
     console.status(connection.banner() + _config_files_note(merged.files))
-    return _execute(plan, connection, console, detach=bool(flags["detach"]))
+    return _execute(
+        plan, connection, console, detach=bool(flags["detach"]), files_checked=files_checked
+    )
 
 
-def _refuse_file_transfer(options: RunOptions, console: Console) -> None:
-    """A run with a local path mounted: SRC is checked as the run will check it (exists,
-    readable, within max_upload_bytes), then refused: the copy into the pod is not in this
-    release (docs/decisions/0180). Nothing has been created."""
+def _check_file_sources(options: RunOptions, console: Console, *, detach: bool) -> Checked:
+    """A run with a local path mounted: every SRC checked before anything is created
+    (exists, readable, within max_upload_bytes; files/upload.py), what a copy cannot carry
+    named. `-d` is refused: the upload and the copy-back need squarepeg there
+    (docs/decisions/0220)."""
     from kubectl_squarepeg.files.upload import check_sources
 
-    for warning in check_sources(options.binds, options.max_upload_bytes).warnings:
+    if detach:
+        first = options.binds[0]
+        raise UsageError(
+            f"-d with -v {first.source}:{first.target}: a local path is copied in and back by "
+            "squarepeg itself, which -d does not wait for",
+            "run without -d, or mount a PersistentVolumeClaim with -v NAME:DST",
+        )
+    checked = check_sources(options.binds, options.max_upload_bytes)
+    for warning in checked.warnings:
         console.warn(warning)
-    first = options.binds[0]
-    raise UsageError(
-        f"-v/--mount with a local path ({first.source}:{first.target}): files in and out are "
-        "not in this release yet",
-        "mount a PersistentVolumeClaim with -v NAME:DST, or see what the run would create "
-        "with --dry-run",
-    )
+    return checked
 
 
 def _key_origin(merged: Config, key: str, flag_given: bool) -> str | None:
@@ -702,7 +709,14 @@ def rm(ctx: click.Context, /, **flags: Any) -> int:
 # client-side --dry-run never gets here.
 
 
-def _execute(plan: Plan, connection: Connection, console: Console, *, detach: bool = False) -> int:
+def _execute(
+    plan: Plan,
+    connection: Connection,
+    console: Console,
+    *,
+    detach: bool = False,
+    files_checked: Checked | None = None,
+) -> int:
     """Create what `plan` describes (or, with --dry-run-server, have the apiserver check it)
     and return the exit code.
 
@@ -721,7 +735,7 @@ def _execute(plan: Plan, connection: Connection, console: Console, *, detach: bo
         from kubectl_squarepeg.run import detached
 
         return detached.run_detached(plan, connection, console)
-    return runner.execute(plan, connection, console)
+    return runner.execute(plan, connection, console, files_checked)
 
 
 # --- completion: completion.py's ---------------------------------------------------------

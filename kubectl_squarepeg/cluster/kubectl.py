@@ -690,3 +690,28 @@ def attach_terminal(
         stdin=stdin_fd,
         stdout_fd=stdout_fd,
     )
+
+
+def exec_reading(
+    target: Target, pod: str, container: str, command: Sequence[str], *, stdin_fd: int
+) -> Child:
+    """`kubectl exec -i POD -c CONTAINER -- COMMAND`, reading the descriptor `stdin_fd` itself
+    (a pipe whose other end squarepeg writes as it produces the bytes: nothing is held here).
+    Its end closes the command's stdin (the v5 channel protocol's close). Its stdout is
+    discarded; stderr is kept for the failure message. The caller closes its own copy of
+    `stdin_fd` once this returns."""
+    return start(
+        ["exec", "-i", pod, "-c", container, "--", *command],
+        target,
+        stdin=stdin_fd,
+        on_stdout=_discard,
+    )
+
+
+def exec_writing(
+    target: Target, pod: str, container: str, command: Sequence[str], *, stdout_fd: int
+) -> Child:
+    """`kubectl exec POD -c CONTAINER -- COMMAND` writing its stdout to `stdout_fd` (a pipe
+    squarepeg reads as a stream); the caller closes its own copy of it once this returns, so
+    that kubectl's end is the reader's end of file."""
+    return start(["exec", pod, "-c", container, "--", *command], target, stdout_fd=stdout_fd)

@@ -62,12 +62,12 @@ _VOLUME_FIX = (
     "leave it out; mount a PersistentVolumeClaim with -v NAME:DST, or add a volume and its "
     "volumeMount under `kubernetes.spec` in a config file"
 )
-# docs/decisions/0180: the cluster half (the copy itself) is not in this release.
-FILES_NOT_YET = (
+# docs/decisions/0180 and 0220: a copy in before main starts, and back after it ends.
+FILES_COPIED = (
     "a local path (SRC with a `/`, `.` or `~`) is an emptyDir at DST filled with a snapshot of "
-    "SRC before the container starts, and copied back after it ends unless `ro`: a copy, no "
-    "live sync. Not in this release yet: `--dry-run` and `--dry-run-server` show what it "
-    "creates, a run refuses it (exit 125, nothing created). `z`, `Z` and propagation are refused"
+    "SRC (streamed through an exec into the pod) before the container starts, and copied back "
+    "after it ends unless `ro` (new and changed files; deleted ones stay): a copy, no live "
+    "sync; not with `-d`. `z`, `Z` and propagation are refused"
 )
 _VOLUME_MEANING = (
     "a PersistentVolumeClaim for a name (`-v NAME:DST[:ro]`); an emptyDir with a copy of your "
@@ -263,7 +263,7 @@ FLAGS: tuple[DockerFlag, ...] = (
         "--mount",
         "`type=volume,src=NAME,dst=DST`: a PersistentVolumeClaim (`volume-subpath` -> `subPath`); "
         "`type=tmpfs` as --tmpfs; `type=bind,src=PATH`: a copy of your files",
-        FILES_NOT_YET + "; so are `bind-propagation`, `volume-opt`, `volume-driver`, other types",
+        FILES_COPIED + "; so are `bind-propagation`, `volume-opt`, `volume-driver`, other types",
     ),
     _ok("--name", "`metadata.name` (a lowercase RFC 1123 label)"),
     _no("--network --net", _NETWORK, _NETWORK_FIX),
@@ -364,7 +364,7 @@ FLAGS: tuple[DockerFlag, ...] = (
     ),
     _no("--userns", _NAMESPACES, "set `hostUsers: false` under `kubernetes.spec` in a config file"),
     _no("--uts", _NAMESPACES, "leave it out"),
-    _ok("-v --volume", _VOLUME_MEANING, FILES_NOT_YET),
+    _ok("-v --volume", _VOLUME_MEANING, FILES_COPIED),
     _no("--volume-driver", _VOLUME, _VOLUME_FIX),
     _no("--volumes-from", "pods share no volumes with containers elsewhere", _VOLUME_FIX),
     _ok("-w --workdir", "the main container's `workingDir`"),

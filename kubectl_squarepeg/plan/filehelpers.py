@@ -43,9 +43,12 @@ COPY_START_SECONDS = 30  # from main's end to squarepeg's copy-back starting
 COPY_BACK_GRACE_SECONDS = 300
 _TICK = 0.2  # the helpers look for a flag file this often (busybox sleep takes fractions)
 
+# PID 1 ignores SIGTERM without a handler: the trap lets a pod deleted during the upload
+# (a Ctrl-C) go at once rather than after its grace period.
 # The flags: squarepeg touches `started`, then `uploaded` or `failed` (UPLOAD_COMMAND), and
 # `copying`, then `copied` (COPY_BACK_COMMAND, COPIED_COMMAND).
 _WAIT_FOR_UPLOAD = f"""\
+trap 'exit 143' TERM
 c={CONTROL_DIR}; n=0
 until [ -e $c/started ]; do
   n=$((n+1)); if [ $n -gt {int(START_SECONDS / _TICK)} ]; then

@@ -50,8 +50,10 @@ from kubectl_squarepeg.terminal.console import Console
 
 if TYPE_CHECKING:
     from kubectl_squarepeg.cluster.connect import Connection
+    from kubectl_squarepeg.files.upload import Checked
     from kubectl_squarepeg.plan.manifest import Plan
     from kubectl_squarepeg.run import sweep
+    from kubectl_squarepeg.run.files import FileTransfer
     from kubectl_squarepeg.terminal import session as terminal
 
 MAIN = podstate.MAIN
@@ -257,6 +259,7 @@ class Run:
         out: BinaryIO | None = None,
         follower: Callable[..., Follower] | None = None,
         shields: _Shields | None = None,
+        files_checked: Checked | None = None,
     ) -> None:
         self.plan = plan
         self.target = connection.target
@@ -294,6 +297,14 @@ class Run:
         self._container_running = False
         self._grace_seconds: int | None = None
         self._tty_log_out: Any = None  # -t without -i: the log's line ends, converted
+        self._files: FileTransfer | None = None  # -v SRC:DST (run/files.py)
+        if files_checked is not None:
+            from kubectl_squarepeg.run.files import FileTransfer
+
+            self._files = FileTransfer(
+                files_checked, self.target, self.commands, console,
+                owner_kept=plan.options.user is None,
+            )
 
     # -- phases
 
@@ -467,6 +478,11 @@ class Run:
         """Every phase in order; the exit code. Cleanup is the caller's (`run_lifecycle`)."""
         self.create()
         assert self._watch is not None
+        if self._files is not None:
+            # The upload helper first: main starts on the filled volumes (run/files.py).
+            helper_pod = self._files.wait_for_helper(self._watch, self.plan.options.timeout)
+            if helper_pod is not None:
+                self._files.upload(helper_pod)
         reporter = watch.EventReporter(self.console, self._events)
         started = watch.wait_for_start(
             self._watch,
@@ -522,7 +538,23 @@ class Run:
             if outcome.message:
                 self.console.warn(outcome.message)
             self._refuse_a_gap(outcome.exit_code)
+            self._copy_back(pod, outcome)
             return outcome.exit_code
+
+    def _copy_back(self, pod: str, outcome: podstate.Outcome) -> None:
+        """The rw mounts back into SRC (run/files.py); a failed copy exits 125 only when the
+        container succeeded, and is a warning otherwise: the exit code stays main's."""
+        files = self._files
+        if files is None or not files.copied_back or outcome.pod_deleted:
+            return
+        try:
+            files.copy_back(pod)
+        except ClusterError as exc:
+            if outcome.exit_code == 0:
+                raise
+            self.console.warn(f"{exc.message}; {exc.hint}" if exc.hint else exc.message)
+        finally:
+            files.release(pod)
 
     def _refuse_a_gap(self, exit_code: int) -> None:
         """Output known to be incomplete never ends with the container's code, which would
@@ -653,14 +685,16 @@ class Run:
         self.console.status(f"its output: {self.resource.logs_command()}")
 
 
-def run_lifecycle(plan: Plan, connection: Connection, console: Console) -> int:
+def run_lifecycle(
+    plan: Plan, connection: Connection, console: Console, files_checked: Checked | None = None
+) -> int:
     """Run the plan on the cluster, guarded by the two-stage interrupt; the exit code.
 
     A signal during the run makes the exit code 130 whatever else happened; the cleanup
     (delete unless kept, the sweep's end) runs shielded, so a first signal cannot cut it
     short, while a second one abandons it (interrupt.py).
     """
-    run = Run(plan, connection, console)
+    run = Run(plan, connection, console, files_checked=files_checked)
     handler: interrupt.TwoStageInterrupt | None = None
     try:
         with interrupt.guard(
@@ -693,9 +727,11 @@ def run_lifecycle(plan: Plan, connection: Connection, console: Console) -> int:
         return handler.exit_code if handler is not None else INTERRUPTED
 
 
-def execute(plan: Plan, connection: Connection, console: Console) -> int:
+def execute(
+    plan: Plan, connection: Connection, console: Console, files_checked: Checked | None = None
+) -> int:
     """What `run` does once the plan and the connection are known: a server-side dry run,
     or the whole lifecycle."""
     if plan.options.dry_run_server:
         return dry_run_server(plan, connection, console)
-    return run_lifecycle(plan, connection, console)
+    return run_lifecycle(plan, connection, console, files_checked)

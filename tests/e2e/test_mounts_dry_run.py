@@ -1,6 +1,7 @@
 """-v/--mount through the installed `kubectl-squarepeg` (docs/decisions/0180): a dry run shows
 everything a bind mount adds without reading SRC (here SRC does not even exist), a claim
-name mounts the claim, and a run with a local path stops before the cluster with one line.
+name mounts the claim, and a detached run with a local path (which squarepeg cannot copy
+in and back) stops before the cluster with one line.
 No cluster: the kubeconfig's server is unreachable, and nothing reaches it."""
 
 from __future__ import annotations
@@ -30,12 +31,14 @@ def test_a_dry_run_shows_what_a_bind_mount_adds_without_reading_src(
     ]
 
 
-def test_a_run_with_a_local_path_stops_before_the_cluster(sandbox: Sandbox) -> None:  # noqa: F811
+def test_a_detached_run_with_a_local_path_stops_before_the_cluster(
+    sandbox: Sandbox,  # noqa: F811
+) -> None:
     (sandbox.cwd / "data").mkdir()
     (sandbox.cwd / "data" / "a.txt").write_text("a\n")
-    result = sandbox("run", "-v", "./data:/data", "alpine", "true")
+    result = sandbox("run", "-d", "-v", "./data:/data", "alpine", "true")
     assert result.one_error().startswith(
-        "-v/--mount with a local path (./data:/data): files in and out are not in this release"
+        "-d with -v ./data:/data: a local path is copied in and back by squarepeg itself"
     )
 
 

@@ -40,6 +40,7 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tests.kubesim import apierrors, websocket
@@ -131,8 +132,11 @@ class Session:
     output or the answers to pings."""
 
     def __init__(self, process: ContainerProcess, protocol: str, *, stdin: bool,
-                 stdout: bool, stderr: bool):
+                 stdout: bool, stderr: bool,
+                 final_status: Callable[[], bytes] | None = None):
         self.process = process
+        # exec.py's: the command's exit as a Status; an attach always ends in Success.
+        self.final_status = final_status or (lambda: SUCCESS)
         self.protocol = protocol
         self.stdin = stdin and process.stdin_enabled
         self.stdout = stdout
@@ -222,7 +226,7 @@ class Session:
             except queue.Empty:
                 return True
             if item is None:
-                self._send(sock, websocket.BINARY, bytes([ERROR_CHANNEL]) + SUCCESS)
+                self._send(sock, websocket.BINARY, bytes([ERROR_CHANNEL]) + self.final_status())
                 self._send(sock, websocket.CLOSE, websocket.close_payload(
                     websocket.NORMAL_CLOSURE))
                 self._close_sent_at = time.monotonic()

@@ -31,13 +31,14 @@ Owns the container status a kubelet writes and the events it records for one con
 
 from __future__ import annotations
 
+import os
 import secrets
 import signal
 import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from tests.kubesim import containerconfig, images
+from tests.kubesim import containerconfig, images, mountns
 from tests.kubesim.informer import log_exception
 from tests.kubesim.process import ContainerProcess
 from tests.kubesim.quantities import QuantityError, parse_memory
@@ -367,8 +368,10 @@ class ContainerRunner:
         self._event("Normal", "Created", f"Created container: {self.name}")
         started_at = now_rfc3339()
         try:
+            pod_dir = os.path.dirname(self.worker.scratch_dir(self.name))
             process = ContainerProcess(
-                argv, env, cwd, self._sink, kubelet.registry,
+                mountns.wrap(self.worker.pod_snapshot(), self.container, pod_dir, argv, cwd),
+                env, cwd, self._sink, kubelet.registry,
                 stdin=bool(self.container.get("stdin")),
                 stdin_once=bool(self.container.get("stdinOnce")),
                 tty=bool(self.container.get("tty")))

@@ -175,6 +175,15 @@ class Kubelet:
                 return runner.process
         return None
 
+    def scratch_dir_of(self, namespace: str, name: str, uid: str | None, container: str) -> str:
+        """A pod's container's scratch directory (its pod directory holds the emptyDir
+        volumes, mountns.py), for an exec into it."""
+        with self._lock:
+            worker = self._workers.get((namespace, name))
+        if worker is None or (uid is not None and worker.uid != uid):
+            raise FileNotFoundError(f"pod {namespace}/{name} is not on this node")
+        return worker.scratch_dir(container)
+
     # -- faults and shutdown -----------------------------------------------------------------
 
     def evict(self, namespace: str, name: str) -> bool:

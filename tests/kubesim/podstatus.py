@@ -9,8 +9,9 @@ the kubelet's getPhase and status generators do:
   Failed (restartPolicy Never), Running while they will be restarted (Always, OnFailure).
 - A pod the kubelet is terminating (deleted, evicted) ends Succeeded or Failed whatever its
   restartPolicy.
-- Restartable init containers (native sidecars) count as initialized once started and never
-  decide the phase.
+- Restartable init containers (native sidecars) count as initialized once started; they
+  decide the phase only by keeping a pod whose main containers ended Running until they have
+  stopped (what lets squarepeg's copy-back exec into one, docs/decisions/0180).
 """
 
 from __future__ import annotations
@@ -100,12 +101,20 @@ def phase(pod: Obj, *, terminating: bool = False) -> str:
     if running > 0:
         return "Running"
     if stopped > 0 and unknown == 0:
-        if policy == "Always":
+        if policy == "Always" or _sidecar_running(pod):
             return "Running"
         if stopped == succeeded:
             return "Succeeded"
         return "Failed" if policy == "Never" else "Running"
     return "Pending"
+
+
+def _sidecar_running(pod: Obj) -> bool:
+    """A native sidecar still runs (the kubelet stops them after the main containers ended,
+    each within the pod's grace period): the pod is Running until they have stopped."""
+    statuses = _by_name(pod.get("status", {}).get("initContainerStatuses"))
+    return any(is_sidecar(c) and _state(statuses.get(c["name"])) == "running"
+               for c in pod.get("spec", {}).get("initContainers") or [])
 
 
 def _names(names: list[str]) -> str:

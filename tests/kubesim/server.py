@@ -21,6 +21,7 @@ import traceback
 from typing import Any
 
 from tests.kubesim import apierrors, attach, control, defaults, discovery, openapi, tls, validation
+from tests.kubesim import exec as kubesim_exec
 from tests.kubesim.admission import Admission, authenticate
 from tests.kubesim.api import Api, Route, parse_route
 from tests.kubesim.housekeeping import Housekeeping
@@ -220,6 +221,11 @@ class KubeSim:
             if route is not None and route.resource.plural == "pods" and \
                     route.subresource == "attach":
                 return attach.handle(self, req, route)
+        if path.endswith("/exec"):
+            route = parse_route(path)
+            if route is not None and route.resource.plural == "pods" and \
+                    route.subresource == "exec":
+                return kubesim_exec.handle(self, req, route)
         return self._armed_restart(req) or self.api.handle(req)
 
     def _discovery(self, req: Request, path: str) -> Reply | None:
