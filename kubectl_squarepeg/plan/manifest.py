@@ -26,6 +26,7 @@ from kubectl_squarepeg.plan.claims import (
 )
 from kubectl_squarepeg.plan.configured import Configured
 from kubectl_squarepeg.plan.options import RunOptions, flag_name
+from kubectl_squarepeg.plan.ports import container_ports
 
 MAIN = "main"
 MANAGED_BY_LABEL = values.MANAGED_BY_LABEL
@@ -307,6 +308,13 @@ def main_container(
         claim.keys("env", (*_MAIN, "env"), named=True)
     if resources:
         c["resources"] = resources
+    if o.publish:
+        # -p: the ports kubectl port-forward reaches (run/ports.py); listed, as docker's
+        # EXPOSE would be, so that `kubectl describe` shows them.
+        c["ports"] = [
+            {"containerPort": port, "protocol": "TCP"} for port in container_ports(o.publish)
+        ]
+        claim("publish", (*_MAIN, "ports"))
     if o.pull is not None:
         c["imagePullPolicy"] = o.pull
         claim("pull", (*_MAIN, "imagePullPolicy"))
