@@ -159,8 +159,8 @@ def test_a_cluster_without_port_forward_fails_the_run_in_one_line(
     squarepeg: Squarepeg, kubesim: Any, namespace: str
 ) -> None:
     port = _free_port()
-    done = squarepeg("run", "-p", f"{port}:80", "--name", "nopf", "alpine", "sleep", "30",
-                     timeout=60)
+    done = squarepeg("run", "-p", f"{port}:80", "--name", "nopf", "--stop-timeout", "1",
+                     "alpine", "sleep", "30", timeout=60)
     assert done.code == 125, done.stderr
     [error] = [line for line in done.lines if line.startswith("squarepeg: error:")]
     assert f"cannot publish 127.0.0.1:{port} -> 80/tcp" in error
