@@ -55,9 +55,9 @@ def reserve(published: Sequence[PublishedPort]) -> tuple[PublishedPort, ...]:
     with ExitStack() as held:  # every socket stays bound until all are chosen: no repeats
         for port in published:
             family = socket.AF_INET6 if ":" in port.address else socket.AF_INET
-            sock = held.enter_context(socket.socket(family, socket.SOCK_STREAM))
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
+            try:  # creating an IPv6 socket fails too, on a machine without IPv6
+                sock = held.enter_context(socket.socket(family, socket.SOCK_STREAM))
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 sock.bind((port.address, port.host_port))
                 sock.listen(1)  # a listener conflicts as kubectl's would, even with REUSEADDR
             except OSError as exc:
