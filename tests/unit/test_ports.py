@@ -108,3 +108,114 @@ def test_the_manifest_lists_each_container_port_once_and_claims_them() -> None:
     assert main_container(dropped)["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
     assert "which --publish set on the command line" in dropped.warnings[0]
     assert "ports" not in main_container(plan())
+
+
+class _FakeForward:
+    """A stand-in for one `kubectl port-forward` child: it says `Forwarding from` (or not),
+    then ends when told, with the stderr given."""
+
+    def __init__(self, on_stdout: object, listens: bool, stderr: bytes) -> None:
+        import threading
+
+        self.argv = ("port-forward",)
+        self.exit_code: int | None = None
+        self.stderr = stderr
+        self.ended = threading.Event()
+        self.terminated = False
+        if listens:
+            on_stdout(b"Forwarding from 127.0.0.1:8080 -> 80\n")  # type: ignore[operator]
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        return self.exit_code if self.ended.wait(timeout) else None
+
+    def terminate(self) -> None:
+        self.terminated = True
+        self.exit_code = -15
+        self.ended.set()
+
+    def end(self, code: int = 1) -> None:
+        self.exit_code = code
+        self.ended.set()
+
+
+def _forwarding(monkeypatch: pytest.MonkeyPatch, script: list[tuple[bool, bytes]]) -> tuple[
+        object, list[_FakeForward], list[str]]:
+    from kubectl_squarepeg.cluster import kubectl
+    from kubectl_squarepeg.cluster.commands import Commands
+    from kubectl_squarepeg.run import ports
+
+    started: list[_FakeForward] = []
+
+    def fake(target: object, pod: str, address: str, pairs: object, *,
+             on_stdout: object) -> _FakeForward:
+        listens, stderr = script[min(len(started), len(script) - 1)]
+        child = _FakeForward(on_stdout, listens, stderr)
+        started.append(child)
+        return child
+
+    class Said:
+        def __init__(self) -> None:
+            self.lines: list[str] = []
+            self.quiet = False
+
+        def notice(self, text: str) -> None:
+            self.lines.append(text)
+
+        status = notice
+
+        def warn(self, text: str) -> None:
+            self.lines.append("warning: " + text)
+
+    monkeypatch.setattr(kubectl, "port_forward", fake)
+    said = Said()
+    forwarding = ports.Forwarding(kubectl.Target(), "web", parse_publish("8080:80"),
+                                  said, Commands(kubectl.Target()))  # type: ignore[arg-type]
+    return forwarding, started, said.lines
+
+
+def _until(condition: object) -> None:
+    import time
+
+    deadline = time.monotonic() + 10
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_a_forward_that_never_listened_fails_the_run_with_kubectls_reason(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    refusal = (b"error: error upgrading connection: the server could not find the requested "
+               b"resource\n")
+    forwarding, started, _ = _forwarding(monkeypatch, [(False, refusal)])
+    forwarding.start()  # type: ignore[attr-defined]
+    _until(lambda: started)
+    started[0].end()
+    _until(lambda: forwarding.failure is not None)  # type: ignore[attr-defined]
+    line = forwarding.failure.one_line()  # type: ignore[attr-defined]
+    assert "cannot publish 127.0.0.1:8080 -> 80/tcp" in line
+    assert "error upgrading connection" in line and "run without -p" in line
+    assert len(started) == 1  # not started again
+    forwarding.stop()  # type: ignore[attr-defined]
+
+
+def test_a_dropped_forward_is_started_again_and_stopped_at_the_end(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    refused_inside = (b"E1204 portforward.go:424] an error occurred forwarding 8080 -> 80: error "
+                      b"forwarding port 80 to pod x: dial tcp4 127.0.0.1:80: connect: connection "
+                      b"refused\nerror: lost connection to pod\n")
+    forwarding, started, said = _forwarding(
+        monkeypatch, [(True, b"error: lost connection to pod\n"), (True, refused_inside),
+                      (True, b"")])
+    forwarding.start()  # type: ignore[attr-defined]
+    _until(lambda: len(started) == 1)
+    assert said == ["127.0.0.1:8080 -> 80/tcp"]  # announced once it listens
+    started[0].end()  # a drop: a warning, then a new kubectl
+    _until(lambda: len(started) == 2)
+    started[1].end()  # a connection refused inside the pod: a status line, no warning
+    _until(lambda: len(started) == 3)
+    forwarding.stop()  # type: ignore[attr-defined]
+    assert started[2].terminated and forwarding.failure is None  # type: ignore[attr-defined]
+    assert said[1] == ("warning: port-forward to pod/web dropped (lost connection to pod); "
+                       "starting it again")
+    assert "found nothing listening in the container" in said[3]
+    assert not any(line.startswith("warning:") for line in said[2:])
