@@ -199,6 +199,12 @@ class _WithHiddenAlias(click.Option):
 @_many("--tmpfs", metavar="PATH[:OPTS]", help="Mount an in-memory filesystem (rw, ro, size=SIZE).")
 @_many("-v", "--volume", metavar="SRC:DST[:ro]", help="Mount a claim NAME, or copy a local path.")
 @_many("--mount", metavar="type=TYPE,src=SRC,dst=DST", help="Mount (bind, volume or tmpfs).")
+@_many(
+    "-p",
+    "--publish",
+    metavar="[IP:][HOST_PORT:]PORT",
+    help="Forward a local port (127.0.0.1) to the container's while it runs.",
+)
 @click.option("--shm-size", metavar="SIZE", help="Size of /dev/shm.")
 @click.option("-h", "--hostname", metavar="NAME", help="The pod's host name.")
 @_many("--add-host", metavar="HOST:IP", help="Add an /etc/hosts entry.")
@@ -281,6 +287,8 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
         environ=os.environ,
         read_text=config.read_key_value_file_text,
     )
+    if flags["detach"] and options.publish:
+        raise UsageError(dockerflags.PUBLISH_WITH_DETACH, dockerflags.PUBLISH_WITH_DETACH_FIX)
     detach_notes: list[str] = []
     if flags["detach"]:
         from kubectl_squarepeg.plan.detached import detach_options
@@ -292,6 +300,11 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
     files_checked = None
     if options.binds and not (options.dry_run or options.dry_run_server):
         files_checked = _check_file_sources(options, console, detach=bool(flags["detach"]))
+    if options.publish and not (options.dry_run or options.dry_run_server):
+        from kubectl_squarepeg.run.ports import reserve
+
+        # -p: every local port checked free (an empty one chosen) before anything else.
+        options = dataclasses.replace(options, publish=reserve(options.publish))
     if options.interactive and options.tty and not sys.stdin.isatty():
         # kubectl's behaviour (docker refuses): a CI job piping data into `-it` still runs.
         # Without the terminal: a pty would turn the piped bytes' newlines into CRLF.

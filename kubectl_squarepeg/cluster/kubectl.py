@@ -715,3 +715,25 @@ def exec_writing(
     squarepeg reads as a stream); the caller closes its own copy of it once this returns, so
     that kubectl's end is the reader's end of file."""
     return start(["exec", pod, "-c", container, "--", *command], target, stdout_fd=stdout_fd)
+# --- -p: port-forward ------------------------------------------------------------------
+
+
+def port_forward(
+    target: Target,
+    pod: str,
+    address: str,
+    ports: Sequence[tuple[int, int]],
+    *,
+    on_stdout: Callable[[bytes], None],
+) -> Child:
+    """`kubectl port-forward pod/POD --address ADDRESS LOCAL:REMOTE...`: it listens on
+    ADDRESS and carries each connection to the pod through the API server; it prints
+    `Forwarding from ADDRESS:LOCAL -> REMOTE` once its listeners are up (run/ports.py).
+    Start it from the thread that waits for it (the parent-death signal, `_child_hook`)."""
+    mappings = [f"{local}:{remote}" for local, remote in ports]
+    return start(
+        ["port-forward", f"pod/{pod}", "--address", address, *mappings],
+        target,
+        on_stdout=on_stdout,
+        out_bufsize=4096,
+    )

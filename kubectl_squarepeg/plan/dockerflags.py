@@ -52,10 +52,26 @@ _NETWORK_FIX = (
     "leave it out; to change a pod's networking (e.g. hostNetwork), set it under "
     "`kubernetes.spec` in a config file"
 )
-_PUBLISH = "a pod's ports are not published on your machine"
-_PUBLISH_FIX = (
-    "leave it out, and reach the port with `kubectl port-forward pod/NAME PORT` while the pod "
-    "runs (--name NAME fixes the name)"
+_PUBLISH_FIX = "leave it out; -p CONTAINER_PORT publishes a port while the run lasts"
+# docs/decisions/0230: what -p does, and how it differs from docker's.
+PUBLISH_MEANING = (
+    "kubectl port-forward from your machine to the pod while the run lasts (started once "
+    "the container runs, restarted if it drops, stopped at the end and on Ctrl-C), one line "
+    "per port (`squarepeg: 127.0.0.1:8080 -> 80/tcp`); the main container's `ports`"
+)
+PUBLISH_NOTE = (
+    "binds 127.0.0.1 unless HOST_IP is given (docker binds every interface: give 0.0.0.0 "
+    "for that); an empty HOST_PORT takes a free port; a taken local port is refused before "
+    "anything is created; `/udp`, `/sctp`, a host range for one container port, and -p "
+    "with -d (nobody would forward) are refused"
+)
+PUBLISH_WITH_DETACH = (
+    "-d and -p cannot be used together: a detached run outlives squarepeg, the process "
+    "that forwards its ports"
+)
+PUBLISH_WITH_DETACH_FIX = (
+    "run it without -d, or forward yourself while it runs: `kubectl port-forward "
+    "pod/NAME HOST_PORT:CONTAINER_PORT` (--name NAME fixes the name)"
 )
 _VOLUME = "a pod mounts claims and copies of files, not docker's volume plugins"
 _VOLUME_FIX = (
@@ -135,7 +151,7 @@ FLAGS: tuple[DockerFlag, ...] = (
         "`kubectl squarepeg ps`, `logs`, `wait` and `rm` work on it",
         "the name, not a container ID; no sweep takes it, `rm` does; `-d --rm` runs a Job "
         "with `ttlSecondsAfterFinished: 0`, so the cluster deletes it when it exits; "
-        "with -i or -t it is refused (there is no `attach`)",
+        "with -i or -t it is refused (there is no `attach`), with -p too (nobody forwards)",
         value=False,
     ),
     _no(
@@ -184,7 +200,7 @@ FLAGS: tuple[DockerFlag, ...] = (
     ),
     _ok("-e --env", "the main container's `env` (a bare KEY takes your local value)"),
     _ok("--env-file", "the main container's `env`, from docker's env-file format"),
-    _no("--expose", _PUBLISH, "leave it out; " + _PUBLISH_FIX.removeprefix("leave it out, and ")),
+    _no("--expose", "docker's EXPOSE metadata has no use on a pod", _PUBLISH_FIX),
     _ok(
         "--gpus",
         '`resources.limits["nvidia.com/gpu"]`',
@@ -294,8 +310,13 @@ FLAGS: tuple[DockerFlag, ...] = (
         "OS alone (`linux`) selects no architecture, where docker picks its host's",
     ),
     _ok("--privileged", "`securityContext.privileged: true`", value=False),
-    _no("-p --publish", _PUBLISH, _PUBLISH_FIX),
-    _no("-P --publish-all", _PUBLISH, _PUBLISH_FIX, value=False),
+    _ok("-p --publish", PUBLISH_MEANING, PUBLISH_NOTE),
+    _no(
+        "-P --publish-all",
+        "the image's EXPOSE ports are not known without pulling the image",
+        "leave it out; publish each port with -p CONTAINER_PORT",
+        value=False,
+    ),
     _ok("--pull", "`imagePullPolicy` (always -> Always, missing -> IfNotPresent, never -> Never)"),
     _ok(
         "-q --quiet",

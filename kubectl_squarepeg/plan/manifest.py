@@ -33,6 +33,7 @@ from kubectl_squarepeg.plan.labels import (
     RUN_ID_LABEL,
 )
 from kubectl_squarepeg.plan.options import RunOptions, flag_name
+from kubectl_squarepeg.plan.ports import container_ports
 
 MAIN = "main"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -306,6 +307,13 @@ def main_container(
         claim.keys("env", (*_MAIN, "env"), named=True)
     if resources:
         c["resources"] = resources
+    if o.publish:
+        # -p: the ports kubectl port-forward reaches (run/ports.py); listed, as docker's
+        # EXPOSE would be, so that `kubectl describe` shows them.
+        c["ports"] = [
+            {"containerPort": port, "protocol": "TCP"} for port in container_ports(o.publish)
+        ]
+        claim("publish", (*_MAIN, "ports"))
     if o.pull is not None:
         c["imagePullPolicy"] = o.pull
         claim("pull", (*_MAIN, "imagePullPolicy"))

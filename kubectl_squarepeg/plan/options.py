@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from kubectl_squarepeg.errors import UsageError
-from kubectl_squarepeg.plan import filehelpers, mounts, values
+from kubectl_squarepeg.plan import filehelpers, mounts, ports, values
 from kubectl_squarepeg.plan.configured import Configured
 from kubectl_squarepeg.plan.mounts import BindMount, VolumeMount
 from kubectl_squarepeg.plan.values import Tmpfs, ValueProblem
@@ -99,6 +99,7 @@ class RunOptions:
     priority_class: str | None = None
     binds: tuple[BindMount, ...] = ()  # -v/--mount with a local path: files in (and out)
     volume_mounts: tuple[VolumeMount, ...] = ()  # -v/--mount with a claim name
+    publish: tuple[ports.PublishedPort, ...] = ()  # -p: forwarded while the run lasts
     files_helper_image: str = filehelpers.DEFAULT_HELPER_IMAGE
     max_upload_bytes: int = mounts.DEFAULT_MAX_UPLOAD_BYTES
     # Parameters given on the command line (click names: "cpus", "cap_add", "image", ...).
@@ -321,6 +322,15 @@ def _merge_tmpfs(merger: _Merger, from_mounts: list[Tmpfs]) -> tuple[Tmpfs, ...]
     return _unique([*(t for t in merger.conf("tmpfs", []) if t.path not in paths), *given])
 
 
+def _published(merger: _Merger) -> tuple[ports.PublishedPort, ...]:
+    """Every -p, ranges expanded (plan/ports.py); -p has no config key."""
+    published = tuple(p for group in merger.items("publish", ports.parse_publish) for p in group)
+    problem = ports.check_published(published)
+    if problem is not None:
+        raise UsageError(f"-p/--publish: {problem}", "give each host port once")
+    return published
+
+
 def _check_reserved_labels(merger: _Merger) -> None:
     # Config labels were checked when the file was read, with its line.
     for key, flag in merger.cli_keys.get("label", {}).items():
@@ -537,6 +547,7 @@ def build_run_options(
         priority_class=m.scalar("priority_class", values.validate_subdomain),
         binds=tuple(b for b in flag_mounts if isinstance(b, BindMount)),
         volume_mounts=tuple(v for v in flag_mounts if isinstance(v, VolumeMount)),
+        publish=_published(m),
         files_helper_image=str(m.conf("files_helper_image", filehelpers.DEFAULT_HELPER_IMAGE)),
         max_upload_bytes=int(m.conf("max_upload_bytes", mounts.DEFAULT_MAX_UPLOAD_BYTES)),
         explicit=frozenset(p for p in explicit if m.given(p)) | {"image"},

@@ -52,7 +52,8 @@ if TYPE_CHECKING:
     from kubectl_squarepeg.cluster.connect import Connection
     from kubectl_squarepeg.files.upload import Checked
     from kubectl_squarepeg.plan.manifest import Plan
-    from kubectl_squarepeg.run import sweep
+    from kubectl_squarepeg.plan.ports import PublishedPort
+    from kubectl_squarepeg.run import ports, sweep
     from kubectl_squarepeg.run.files import FileTransfer
     from kubectl_squarepeg.terminal import session as terminal
 
@@ -305,6 +306,10 @@ class Run:
                 files_checked, self.target, self.commands, console,
                 owner_kept=plan.options.user is None,
             )
+        # -p: the local ports (checked free and chosen by `run` before the create:
+        # run/ports.py `reserve`), and their kubectl port-forward while the container runs.
+        self._published: tuple[PublishedPort, ...] = plan.options.publish
+        self._forwarding: ports.Forwarding | None = None
 
     # -- phases
 
@@ -474,6 +479,27 @@ class Run:
         pod = (self._watch.pod_name if self._watch else None) or self.plan.name
         raise attachment.refusal(stderr, pod, self.commands, tty=self.plan.options.tty)
 
+    # -- -p: the port-forward
+
+    def _start_forwarding(self, pod: str) -> None:
+        from kubectl_squarepeg.run import ports
+
+        self._forwarding = ports.Forwarding(
+            self.target, pod, self._published, self.console, self.commands
+        )
+        self._forwarding.start()
+
+    def _forward_failed(self) -> bool:
+        """Between waits for the container's end: a forward that never worked fails the run
+        (raised here, so the wait ends); False otherwise."""
+        if self._forwarding is not None and self._forwarding.failure is not None:
+            raise self._forwarding.failure
+        return False
+
+    def _stop_forwarding(self) -> None:
+        if self._forwarding is not None:
+            self._forwarding.stop()
+
     def execute(self) -> int:
         """Every phase in order; the exit code. Cleanup is the caller's (`run_lifecycle`)."""
         self.create()
@@ -497,12 +523,17 @@ class Run:
             self._container_running = not podstate.has_finished(started.pod)
             self._grace_seconds = podstate.grace_period(started.pod)
             self._start_output(pod)
+            if self._published and self._container_running:
+                self._start_forwarding(pod)
             self._prepare_delete()
         # After the log stream's start, so that its kubectl does not delay the output's.
         self._start_sweep()
         outcome = watch.wait_for_finish(
-            self._watch, started, stop=lambda: self._reader_gone() or self._attach_refused()
+            self._watch,
+            started,
+            stop=lambda: self._reader_gone() or self._attach_refused() or self._forward_failed(),
         )
+        self._stop_forwarding()  # the container has ended: its ports close, as docker's do
         if outcome is None:
             raise ReaderGone("stdout was closed by its reader")
         self._container_running = False
@@ -587,6 +618,7 @@ class Run:
             if self._terminal is not None:
                 self._terminal.close()
                 self.console.terminal_raw(False)
+            self._stop_forwarding()
             if self._logs is not None:
                 self._logs.stop()
             if self._watch is not None:

@@ -573,7 +573,7 @@ def test_help_and_version_exit_0_on_stdout(sandbox: Sandbox) -> None:
     )
     for flag in ("--env-file", "--cpus", "--dry-run-server", "--toleration", "-h, --hostname"):
         assert flag in help_text.stdout
-    assert "--publish" not in help_text.stdout  # refused flags are not advertised
+    assert "--publish-all" not in help_text.stdout  # refused flags are not advertised
     version = sandbox("--version")
     assert (version.code, version.stdout) == (0, "kubectl squarepeg 0.1.0\n")
     bare = sandbox()
@@ -1061,10 +1061,9 @@ BAD_FLAGS = [
     (["--cpu", "0.5", "alpine"], "No such option '--cpu'."),
     ([], "Missing argument 'IMAGE'; see `kubectl squarepeg run --help`"),
     (
-        ["-p", "8080:80", "alpine"],
-        "-p/--publish cannot be used: a pod's ports are not published on your machine "
-        "(-p 8080:80); leave it out, and reach the port with `kubectl port-forward pod/NAME PORT` "
-        "while the pod runs (--name NAME fixes the name)",
+        ["-p", "8080:80/udp", "alpine"],
+        "invalid value '8080:80/udp' for --publish; udp cannot be published: kubectl "
+        "port-forward carries TCP only; leave out /udp",
     ),
     (
         ["--network", "host", "alpine"],
@@ -1081,7 +1080,7 @@ BAD_FLAGS = [
         ["-d", "-i", "alpine"],
         "-d cannot be used with -i: a detached run has no terminal or stdin to attach",
     ),
-    (["-P", "alpine"], "-P/--publish-all cannot be used: a pod's ports are not published"),
+    (["-P", "alpine"], "-P/--publish-all cannot be used: the image's EXPOSE ports are not known"),
     (
         ["--mount", "type=npipe,src=/a,dst=/b", "alpine"],
         "invalid value 'type=npipe,src=/a,dst=/b' for --mount; type=npipe cannot be used",

@@ -55,7 +55,8 @@ def test_a_prefix_narrows_the_flags() -> None:
 
 def test_refused_docker_flags_are_not_offered() -> None:
     offered = values("run", "--")
-    assert "--publish" not in offered and "--volumes-from" not in offered
+    assert "--publish-all" not in offered and "--volumes-from" not in offered
+    assert "--publish" in offered  # supported since issue 23
     assert "--detach-keys" not in offered
 
 
