@@ -22,7 +22,13 @@ SQUAREPEG_TEST_CLUSTER (default kubesim). Tests outside tests/e2e always use kub
   account exists, as pods are refused before); at teardown it waits for no pod and no Job to
   be left in it and fails the test if some are (then force-deletes them).
 - Markers: `kubesim_only(reason)` skips a test on localkube, `localkube_only(reason)` on
-  kubesim; the reason names the fault or object only one cluster has.
+  kubesim; the reason names the fault or object only one cluster has. `smoke(concern)` marks
+  the dozen e2e tests CI runs with each other kubectl (`-m smoke`), one per concern.
+- Which kubectl: `--kubectl VERSION|PATH` or SQUAREPEG_TEST_KUBECTL (default: the first on
+  PATH). `1.27` is `kubectl.1.27` beside (or on) PATH, as the machine's dispatcher keeps them;
+  a path is that binary. It is put first on os.environ's PATH, as `kubectl`, for the whole
+  session, so the clusters' fixtures, kubesim's ctl and every product run use it; the report
+  header names its version. `kubectl_minor(config)` is that version's minor number.
 
 At teardown a cluster gets SIGTERM, then SIGKILL for its whole group if it has not ended
 within the deadline, and the teardown fails if any process started under it is still alive.
@@ -34,8 +40,10 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -68,6 +76,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--cluster", choices=CLUSTERS, default=None,
                      help="the cluster of the e2e tests (default: $SQUAREPEG_TEST_CLUSTER, "
                           "else kubesim)")
+    parser.addoption("--kubectl", default=None, metavar="VERSION|PATH",
+                     help="the kubectl of the tests: a version (1.27 = kubectl.1.27 beside "
+                          "the kubectl on PATH) or a path (default: $SQUAREPEG_TEST_KUBECTL, "
+                          "else the kubectl on PATH)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -75,6 +87,69 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "localkube_only(reason): needs the real control plane")
     config.addinivalue_line("markers", "needs_the_node_agent(reason): a fault only the node "
                             "agent makes (tests/e2e/conftest.py's needs_the_node_agent)")
+    config.addinivalue_line("markers", "smoke(concern): one of the dozen e2e tests run with "
+                            "each other kubectl (`-m smoke --kubectl 1.27`)")
+    chosen = config.getoption("--kubectl") or os.environ.get("SQUAREPEG_TEST_KUBECTL")
+    if chosen:
+        _put_kubectl_first(config, find_kubectl(chosen))
+
+
+def find_kubectl(chosen: str) -> Path:
+    """The binary `--kubectl` names: a path, or `kubectl.VERSION` on PATH or beside the
+    kubectl on PATH (the dispatcher's folder holds kubectl.1.27 ... kubectl.1.33)."""
+    if os.sep in chosen or not re.fullmatch(r"\d+\.\d+", chosen):
+        path = Path(chosen).expanduser()
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise pytest.UsageError(f"--kubectl {chosen}: no executable file there; give a "
+                                    "version such as 1.27 or a kubectl's path")
+        return path.resolve()
+    name = f"kubectl.{chosen}"
+    found = shutil.which(name)
+    dispatcher = shutil.which("kubectl")
+    if found is None and dispatcher is not None:
+        beside = Path(dispatcher).resolve().parent / name
+        found = str(beside) if os.access(beside, os.X_OK) else None
+    if found is None:
+        raise pytest.UsageError(f"--kubectl {chosen}: no {name} on PATH or beside the kubectl "
+                                "on PATH; give the kubectl's path instead")
+    return Path(found).resolve()
+
+
+def _put_kubectl_first(config: pytest.Config, binary: Path) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="squarepeg-kubectl-"))
+    (folder / "kubectl").symlink_to(binary)
+    os.environ["PATH"] = f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+
+
+def kubectl_version() -> str:
+    """gitVersion of the kubectl first on PATH (`v1.27.16`), or "" when it cannot say."""
+    try:
+        done = subprocess.run(["kubectl", "version", "--client", "-o", "json"],
+                              capture_output=True, timeout=KUBECTL_SECONDS,
+                              stdin=subprocess.DEVNULL)
+        return str(json.loads(done.stdout)["clientVersion"]["gitVersion"])
+    except (OSError, ValueError, KeyError, TypeError, subprocess.TimeoutExpired):
+        return ""
+
+
+def kubectl_minor(config: pytest.Config) -> int:
+    """The minor version of the session's kubectl (27 for v1.27.16); 0 if unknown."""
+    cached = config.stash.get(_KUBECTL_VERSION, None)
+    if cached is None:
+        cached = kubectl_version()
+        config.stash[_KUBECTL_VERSION] = cached
+    match = re.match(r"v?1\.(\d+)", cached)
+    return int(match.group(1)) if match else 0
+
+
+_KUBECTL_VERSION = pytest.StashKey[str]()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    kubectl_minor(config)
+    return (f"kubectl: {config.stash[_KUBECTL_VERSION] or 'version unknown'} "
+            f"({shutil.which('kubectl')}); cluster: {selected_cluster(config)}")
 
 
 def selected_cluster(config: pytest.Config) -> str:
@@ -176,9 +251,10 @@ class Kubesim:
         return json.loads(self.ctl("stats"))  # type: ignore[no-any-return]
 
     def kubectl(self, *args: str, input: bytes | None = None, check: bool = False,
-                timeout: float = KUBECTL_SECONDS) -> subprocess.CompletedProcess[bytes]:
-        """The real kubectl against this simulator; stdout and stderr as bytes."""
-        return subprocess.run(["kubectl", *args], env=self.env, input=input,
+                timeout: float = KUBECTL_SECONDS,
+                binary: str = "kubectl") -> subprocess.CompletedProcess[bytes]:
+        """The real kubectl (or `binary`) against this simulator; stdout and stderr as bytes."""
+        return subprocess.run([binary, *args], env=self.env, input=input,
                               stdin=None if input is not None else subprocess.DEVNULL,
                               capture_output=True, check=check, timeout=timeout)
 

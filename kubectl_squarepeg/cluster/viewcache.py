@@ -9,6 +9,10 @@ a kubeconfig changed in the last few seconds is never cached, because a second c
 within the same timestamp tick would go unseen (git's "racy" rule). Only the context name
 and namespace are kept, never credentials. Every failure to read or write the cache is
 ignored: it can only make a run slower, never wrong or failed.
+
+The same file remembers the version of a kubectl binary (capability.py), keyed on its path,
+size, modification time and inode, so that replacing or upgrading kubectl is a new key; the
+racy rule applies to the binary as to a kubeconfig.
 """
 
 from __future__ import annotations
@@ -102,3 +106,27 @@ def store(key: str, context: str, namespace: str | None, path: PathLike) -> None
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(partial)
+
+
+def binary_key(path: str, *, now: float) -> str | None:
+    """The cache key for what a binary (kubectl) says of itself; None when it must not be
+    cached (missing, or changed within RACY_SECONDS)."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    if now - found.st_mtime < RACY_SECONDS:
+        return None
+    return json.dumps(["binary", path, found.st_size, found.st_mtime_ns, found.st_ino,
+                       found.st_dev])
+
+
+def lookup_text(key: str, path: PathLike) -> str | None:
+    """A text remembered under `key` by `store_text`, if any."""
+    found = lookup(key, path)
+    return found[0] if found is not None else None
+
+
+def store_text(key: str, text: str, path: PathLike) -> None:
+    """Remember one text under `key` beside the views (same file, same limit)."""
+    store(key, text, None, path)

@@ -224,8 +224,11 @@ def dry_run_server(plan: Plan, connection: Connection, console: Console) -> int:
     try:
         result = kubectl.create_dry_run(connection.target, _manifest_bytes(plan))
         if not result.ok:
+            from kubectl_squarepeg.cluster import capability
+
             commands = Commands(connection.target, connection.in_cluster)
-            raise rejection(result, plan.kind, plan.name, commands, dry_run_server=True)
+            raise (capability.dry_run_refusal(result.error_text)
+                   or rejection(result, plan.kind, plan.name, commands, dry_run_server=True))
         sys.stdout.flush()
         sys.stdout.buffer.write(result.stdout)
         sys.stdout.buffer.flush()
@@ -473,11 +476,13 @@ class Run:
             self._attach_failed_at = now
         if now - self._attach_failed_at < ATTACH_GRACE_SECONDS:
             return False
-        from kubectl_squarepeg.cluster import attachment
+        from kubectl_squarepeg.cluster import attachment, capability
 
         stderr = child.stderr.decode("utf-8", "replace")
         pod = (self._watch.pod_name if self._watch else None) or self.plan.name
-        raise attachment.refusal(stderr, pod, self.commands, tty=self.plan.options.tty)
+        tty = self.plan.options.tty
+        raise (capability.attach_refusal(stderr, pod, tty=tty)
+               or attachment.refusal(stderr, pod, self.commands, tty=tty))
 
     # -- -p: the port-forward
 

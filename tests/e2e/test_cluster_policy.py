@@ -95,6 +95,7 @@ def test_a_validating_admission_policy_denial_is_125_with_the_reason(
     assert pinned.code == 0, pinned.stderr
 
 
+@pytest.mark.smoke("--dry-run-server")
 def test_dry_run_server_answers_with_what_the_api_server_added(
     squarepeg: Squarepeg, namespace: str
 ) -> None:

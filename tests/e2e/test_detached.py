@@ -83,6 +83,7 @@ def test_run_d_ps_logs_wait_rm(squarepeg: Squarepeg, kubesim: Any, namespace: st
     wait_until(lambda: names(kubesim, namespace) == [], 30, "det-a to be gone")
 
 
+@pytest.mark.smoke("detached")
 def test_a_detached_job_is_found_by_its_name(squarepeg: Squarepeg, kubesim: Any,
                                              namespace: str) -> None:
     started = squarepeg("run", "-d", "--mode", "job", "--name", "det-job", "alpine", "sh", "-c",

@@ -103,6 +103,7 @@ def test_a_megabyte_of_random_bytes_keeps_its_digest(squarepeg: Squarepeg) -> No
 
 
 @attach_needed
+@pytest.mark.smoke("-i")
 def test_cat_returns_its_input_byte_for_byte(squarepeg: Squarepeg) -> None:
     data = bytes(range(256)) * 64 + b"no newline at the end \r\x00"
     done = run_with_input(squarepeg, data, "-q", "-i", "alpine", "cat")
@@ -306,6 +307,7 @@ def test_it_output_around_the_attach_is_shown_once_with_a_raw_terminals_line_end
 
 
 @attach_needed
+@pytest.mark.smoke("-it")
 def test_it_shell_on_a_terminal(squarepeg: Squarepeg, terminal: list[Terminal]) -> None:
     term = Terminal(squarepeg, "run", "-q", "-it", "alpine", "sh", "-c",
                     "echo printed before the attach; exec sh", rows=40, columns=100)

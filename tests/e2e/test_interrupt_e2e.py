@@ -115,6 +115,7 @@ def wait_for_output(term: Terminal) -> None:
 
 
 @pytest.mark.parametrize("mode", ["pod", "job"])
+@pytest.mark.smoke("ctrl-c")
 def test_one_ctrl_c_cleans_up_and_exits_130(
     terminal: Any, kubesim: Any, namespace: str, mode: str
 ) -> None:

@@ -31,6 +31,7 @@ def pod_phase(kubesim: Any, namespace: str, name: str) -> str:
     return done.stdout.decode() if done.returncode == 0 else ""
 
 
+@pytest.mark.smoke("exit codes")
 def test_exit_codes_come_back_verbatim(squarepeg: Squarepeg) -> None:
     for code in (0, 3, 255):
         done = squarepeg("run", *SH, f"echo out-{code}; echo err-{code} >&2; exit {code}")
@@ -54,6 +55,7 @@ def test_banner_names_context_and_namespace_unless_quiet(
     assert quiet.lines == []
 
 
+@pytest.mark.smoke("output bytes")
 def test_binary_and_carriage_returns_are_captured_byte_for_byte(
     squarepeg: Squarepeg, tmp_path: Path
 ) -> None:
@@ -95,12 +97,14 @@ def test_five_megabytes_of_output_arrive_whole(squarepeg: Squarepeg, tmp_path: P
     assert hashlib.sha256(data).hexdigest() == hashlib.sha256(expected).hexdigest()
 
 
+@pytest.mark.smoke("job mode")
 def test_job_mode_runs_and_returns_the_code(squarepeg: Squarepeg) -> None:
     done = squarepeg("run", "--mode", "job", *SH, "echo from a job; exit 4")
     assert done.code == 4, done.stderr
     assert done.stdout == b"from a job\n"
 
 
+@pytest.mark.smoke("fail fast")
 def test_an_unknown_image_fails_fast_with_the_reason(squarepeg: Squarepeg) -> None:
     began = time.monotonic()
     done = squarepeg("run", "--timeout", "120", "no-such-image-xyz:1.0", "true")
@@ -172,6 +176,7 @@ def counted_output() -> bytes:
 
 
 @pytest.mark.kubesim_only(CLIENT_SIDE_LOG_DROP)
+@pytest.mark.smoke("dropped stream")
 def test_log_streams_dropped_twice_lose_and_repeat_nothing(
     squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path
 ) -> None:

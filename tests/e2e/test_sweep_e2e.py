@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from kubectl_squarepeg.run import sweep
@@ -124,6 +125,7 @@ def make_the_orphans(kubesim: Any, namespace: str) -> None:
         age_the_finish(kubesim, ns, ref, PAST_THE_FLOOR)
 
 
+@pytest.mark.smoke("sweep")
 def test_sweep_deletes_both_categories_and_nothing_else(
     squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path
 ) -> None:

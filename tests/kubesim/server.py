@@ -255,7 +255,10 @@ class KubeSim:
             if body is None:
                 raise apierrors.no_such_path()
             return Reply(200, body, headers={"Cache-Control": "public, immutable"})
-        if path in ("/openapi/v2", "/swagger.json"):
+        if path == "/openapi/v2":
+            body, content_type = openapi.v2_document(accept)
+            return Reply(200, body, content_type)
+        if path == "/swagger.json":
             raise apierrors.no_such_path()
         if path in ("/healthz", "/livez", "/readyz"):
             return Reply(200, b"ok", "text/plain; charset=utf-8")
