@@ -400,6 +400,7 @@ class Run:
             out or self._out,
             self.console,
             logs_command=self.commands.logs("Pod", pod),
+            commands=self.commands,
         )
         self._logs.start()
 
@@ -584,7 +585,8 @@ class Run:
         if not result.ok:
             self.console.warn(
                 f"could not delete {self.resource.ref} in namespace {self.namespace}: "
-                f"{result.error_text}; delete it yourself: {self.resource.delete_command()}"
+                f"{result.error_text}{self.commands.permission_check(result.error_text)}; "
+                f"delete it yourself: {self.resource.delete_command()}"
             )
         elif self.stopped_early and self._container_running:
             self.console.notice(self._terminating_message())
