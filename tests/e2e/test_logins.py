@@ -109,7 +109,9 @@ def grant(cluster: Any, namespace: str, role: dict[str, Any], subject: dict[str,
         "metadata": {"name": "squarepeg", "namespace": namespace},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
                     "name": "squarepeg"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", **subject}]}
+        # A ServiceAccount subject has no API group; a User or Group has RBAC's.
+        "subjects": [{**({} if subject["kind"] == "ServiceAccount"
+                         else {"apiGroup": "rbac.authorization.k8s.io"}), **subject}]}
     done = cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([role, binding]).encode())
     assert done.returncode == 0, done.stderr
 
