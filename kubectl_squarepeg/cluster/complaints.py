@@ -30,6 +30,9 @@ def clean(lines: list[str]) -> str:
     plain = [line for line in lines if not _KLOG.match(line)]
     if not plain and lines:
         plain = [_KLOG.sub("", lines[-1])]
+    # Once each: kubectl runs an exec credential plugin again on a retry, and the plugin's
+    # own stderr (which kubectl passes on) then says the same thing twice.
+    plain = list(dict.fromkeys(plain))
     text = " ".join(plain)
     return _FOREIGN_ADVICE.sub("", text).strip()
 
@@ -48,6 +51,13 @@ _UNREACHABLE = (
     "connection reset by peer",
     "serviceunavailable",  # kubectl's `Error from server (ServiceUnavailable)`: shutting down
 )
+
+
+def credential_plugin_failed(text: str) -> bool:
+    """Whether kubectl says the kubeconfig's exec credential plugin failed (kubectl words it
+    as `Unable to connect to the server: getting credentials: exec: ...`): no request was
+    sent, so the hint is the plugin, not the network."""
+    return "getting credentials" in text.lower()
 
 
 def unreachable(text: str) -> bool:

@@ -161,6 +161,9 @@ def rejection(
     elif "unauthorized" in lowered or "must be logged in" in lowered:
         whoami = commands.kubectl("auth", "whoami", namespaced=False)
         hint = f"log in to the cluster again; `{whoami}` shows who you are"
+    elif complaints.credential_plugin_failed(reason):
+        whoami = commands.kubectl("auth", "whoami", namespaced=False)
+        hint = f"the kubeconfig's credential plugin failed, as said above; `{whoami}` runs it again"
     elif complaints.unreachable(reason):
         hint = commands.reachability_hint()
     else:

@@ -264,8 +264,9 @@ def test_a_failing_exec_plugin_is_kubectls_own_error(squarepeg: Squarepeg, kubes
     assert done.stdout == b""
     assert "Traceback" not in done.stderr
     # kubectl's words: the plugin's exit, and the plugin's own stderr, which kubectl passes on.
-    assert done.has_line("error:", "exit code 7"), done.lines
-    assert "sso: token service unavailable" in done.stderr
+    assert done.has_line("error:", "getting credentials", "exit code 7"), done.lines
+    assert done.stderr.count("sso: token service unavailable") == 1, done.lines
+    assert done.has_line("credential plugin failed", "`kubectl auth whoami --context=login`")
     assert names(kubesim, namespace) == []
 
 
