@@ -154,6 +154,19 @@ def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
     return click.option(*names, multiple=True, metavar=metavar, help=help)
 
 
+def _impersonation_options(command: F) -> F:
+    """--as and --as-group: kubectl's impersonation, passed to every kubectl call
+    (docs/decisions/0250-impersonation-is-part-of-the-target.md)."""
+    groups = _many("--as-group", metavar="GROUP", help="Act as a member of GROUP (with --as).")
+    user = click.option("--as", "as_user", metavar="USER", help="Act as USER (impersonation).")
+    return user(groups(command))
+
+
+def _impersonation(flags: Mapping[str, Any]) -> dict[str, Any]:
+    """connect()'s keywords for --as and --as-group."""
+    return {"as_user": flags.get("as_user"), "as_groups": tuple(flags.get("as_group") or ())}
+
+
 class _WithHiddenAlias(click.Option):
     """An option whose last name is an alias docker accepts but hides from its help
     (`--dns-opt`): parsed like the others, left out of `run --help` as docker does."""
@@ -227,6 +240,7 @@ class _WithHiddenAlias(click.Option):
 @click.option("-n", "--namespace", metavar="NS", help="Namespace (default: the context's).")
 @click.option("--context", metavar="NAME", help="Kubeconfig context to use.")
 @click.option("--kubeconfig", metavar="FILE", help="Kubeconfig file to use.")
+@_impersonation_options
 @click.option("--mode", metavar="pod|job", help="Create a Pod (default) or a Job.")
 @click.option("--timeout", metavar="SECONDS", help="Startup timeout (default 300; 90s, 5m).")
 @click.option("--keep", is_flag=True, help="Do not delete the Pod/Job afterwards.")
@@ -318,6 +332,7 @@ def run(ctx: click.Context, /, **flags: Any) -> int:
         local_only=options.dry_run,
         probe=probe,
         kubeconfig_origin=_key_origin(merged, "kubeconfig", "kubeconfig" in explicit),
+        **_impersonation(flags),
     )
     plan = manifest.build_plan(
         options,
@@ -519,6 +534,7 @@ def config_untrust(ctx: click.Context, file: str | None) -> int:
 @click.option("-n", "--namespace", metavar="NS", help="Namespace (default: the context's).")
 @click.option("--context", metavar="NAME", help="Kubeconfig context to use.")
 @click.option("--kubeconfig", metavar="FILE", help="Kubeconfig file to use.")
+@_impersonation_options
 @click.option("-q", "--quiet", is_flag=True, help="Only errors and warnings on stderr.")
 @_many("--config", metavar="FILE", help="Read this config file too (orphan_sweep_min_age).")
 @click.pass_context
@@ -548,7 +564,9 @@ def sweep(ctx: click.Context, /, **flags: Any) -> int:
             raise UsageError(f"invalid value {namespace!r} for --namespace", str(problem)) from None
     choice = ClusterFlags(setting("context"), setting("kubeconfig"), namespace)
     connection = connect(
-        choice, kubeconfig_origin=_key_origin(merged, "kubeconfig", bool(flags["kubeconfig"]))
+        choice,
+        kubeconfig_origin=_key_origin(merged, "kubeconfig", bool(flags["kubeconfig"])),
+        **_impersonation(flags),
     )
     console.status(connection.banner() + _config_files_note(merged.files))
     return orphan_sweep.sweep_now(
@@ -574,7 +592,7 @@ def _cluster_options(command: F) -> F:
         )
     ):
         command = option(command)
-    return command
+    return _impersonation_options(command)
 
 
 def _verb_connection(ctx: click.Context, flags: Mapping[str, Any]) -> tuple[Any, str]:
@@ -598,7 +616,9 @@ def _verb_connection(ctx: click.Context, flags: Mapping[str, Any]) -> tuple[Any,
             raise UsageError(f"invalid value {namespace!r} for --namespace", str(problem)) from None
     choice = ClusterFlags(setting("context"), setting("kubeconfig"), namespace)
     connection = connect(
-        choice, kubeconfig_origin=_key_origin(merged, "kubeconfig", bool(flags.get("kubeconfig")))
+        choice,
+        kubeconfig_origin=_key_origin(merged, "kubeconfig", bool(flags.get("kubeconfig"))),
+        **_impersonation(flags),
     )
     return connection, created_by_value(_username(os.environ))
 

@@ -28,8 +28,22 @@ class Commands:
 
     def kubectl(self, *args: str, namespaced: bool = True) -> str:
         """`kubectl ARGS --kubeconfig=... --context=... --namespace=...`, shell-quoted."""
-        shown = Target(namespace=self.target.namespace) if self.in_cluster else self.target
+        shown = self.target
+        if self.in_cluster:
+            shown = Target(namespace=self.target.namespace).impersonating(
+                self.target.as_user, self.target.as_groups
+            )
         return shlex.join(["kubectl", *args, *shown.global_args(namespaced=namespaced)])
+
+    def permission_check(self, complaint: str) -> str:
+        """For an RBAC denial, "; `kubectl auth can-i VERB RESOURCE ...` checks it" (the
+        user's own command for the denied permission); "" for any other complaint."""
+        from kubectl_squarepeg.cluster.complaints import denied
+
+        found = denied(complaint)
+        if found is None:
+            return ""
+        return f"; `{self.kubectl('auth', 'can-i', *found)}` checks that permission"
 
     def reachability_hint(self) -> str:
         """The fix for an API server that gave no answer at all."""

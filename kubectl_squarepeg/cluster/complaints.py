@@ -5,7 +5,9 @@ lines (`E1203 15:30:01.123456   4242 memcache.go:265] ...`), which repeat what t
 says in a form meant for kubectl's developers, and kubectl's advice about its own flags that
 squarepeg does not have (`turn validation off with --validate=false`): following it is
 impossible through squarepeg. Also owns telling a complaint of an API server that could not
-be reached from one that answered (a refusal, a denial), so that a hint fits the failure.
+be reached from one that answered (a refusal, a denial), so that a hint fits the failure,
+and reading which verb on which resource RBAC denied (`denied`), so that a message can name
+the `kubectl auth can-i` command that checks it (docs/permissions.md).
 Pure: text in, text out.
 """
 
@@ -28,6 +30,9 @@ def clean(lines: list[str]) -> str:
     plain = [line for line in lines if not _KLOG.match(line)]
     if not plain and lines:
         plain = [_KLOG.sub("", lines[-1])]
+    # Once each: kubectl runs an exec credential plugin again on a retry, and the plugin's
+    # own stderr (which kubectl passes on) then says the same thing twice.
+    plain = list(dict.fromkeys(plain))
     text = " ".join(plain)
     return _FOREIGN_ADVICE.sub("", text).strip()
 
@@ -48,7 +53,31 @@ _UNREACHABLE = (
 )
 
 
+def credential_plugin_failed(text: str) -> bool:
+    """Whether kubectl says the kubeconfig's exec credential plugin failed (kubectl words it
+    as `Unable to connect to the server: getting credentials: exec: ...`): no request was
+    sent, so the hint is the plugin, not the network."""
+    return "getting credentials" in text.lower()
+
+
 def unreachable(text: str) -> bool:
     """Whether kubectl's complaint says the API server gave no answer at all."""
     lowered = text.lower()
     return any(word in lowered for word in _UNREACHABLE)
+
+
+# The API server's RBAC denial: `User "U" cannot VERB resource "RES" in API group "G" ...`.
+_DENIED = re.compile(r'cannot (\w+) resource "([^"]+)" in API group "([^"]*)"')
+
+
+def denied(text: str) -> tuple[str, str] | None:
+    """The verb and resource (`pods/log`, `jobs.batch`) an RBAC denial in `text` names, as
+    `kubectl auth can-i` takes them; None if `text` is no such denial."""
+    found = _DENIED.search(text)
+    if found is None:
+        return None
+    verb, resource, group = found.groups()
+    if group:
+        plural, slash, sub = resource.partition("/")
+        resource = f"{plural}.{group}{slash}{sub}"
+    return verb, resource

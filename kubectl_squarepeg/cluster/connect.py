@@ -4,7 +4,9 @@ Owns the credential order of the lifecycle spec (kubeconfig honouring --context 
 --kubeconfig; the pod's own service account only when no --context was given and the
 kubeconfig could not be used at all) and the namespace order: explicit -n, then config
 `namespace`, then the kubeconfig context's namespace, then the in-cluster namespace file,
-then "default". The kubeconfig is read by kubectl itself (`kubectl config view --minify`),
+then "default". An impersonated identity (`--as`, `--as-group`) rides on the target, so
+every kubectl call and printed command carries it, and the banner says it. The kubeconfig is
+read by kubectl itself (`kubectl config view --minify`),
 so squarepeg resolves it exactly as every later kubectl call will. For in-cluster runs it
 writes a temporary kubeconfig, removed at exit, that kubectl is pointed at.
 """
@@ -66,9 +68,10 @@ class Connection:
     degraded: str | None = None
 
     def banner(self) -> str:
+        as_whom = self.target.as_whom()
         if self.in_cluster:
-            return f"using in-cluster config, namespace {self.namespace}"
-        return f"using context {self.source}, namespace {self.namespace}"
+            return f"using in-cluster config, namespace {self.namespace}{as_whom}"
+        return f"using context {self.source}, namespace {self.namespace}{as_whom}"
 
 
 class KubeconfigProbe:
@@ -314,6 +317,20 @@ def needs_kubeconfig(options: ClusterChoice, *, local_only: bool) -> bool:
     return not (local_only and options.namespace and not options.context)
 
 
+def check_impersonation(as_user: str | None, as_groups: tuple[str, ...]) -> None:
+    """Refuse what kubectl would refuse only at its first call: --as-group without --as,
+    and an empty name."""
+    if as_user is not None and not as_user.strip():
+        raise UsageError("--as is empty", "give the user to act as: --as USER")
+    if any(not group.strip() for group in as_groups):
+        raise UsageError("--as-group is empty", "give a group name: --as-group GROUP")
+    if as_groups and as_user is None:
+        raise UsageError(
+            f"--as-group {as_groups[0]} without --as",
+            "Kubernetes impersonates groups only with a user: add --as USER",
+        )
+
+
 def connect(
     options: ClusterChoice,
     *,
@@ -321,15 +338,42 @@ def connect(
     local_only: bool = False,
     probe: KubeconfigProbe | None = None,
     kubeconfig_origin: str | None = None,
+    as_user: str | None = None,
+    as_groups: tuple[str, ...] = (),
 ) -> Connection:
     """Resolve the target of every kubectl call of this run.
 
     `local_only` (a client-side dry run) degrades to the "default" namespace on a missing
     or broken kubeconfig, but an explicit --context that does not exist is an error.
     `kubeconfig_origin` is the FILE:LINE of a kubeconfig a config file named (None when it
-    came from --kubeconfig), for the error when that file does not exist.
+    came from --kubeconfig), for the error when that file does not exist. `as_user` and
+    `as_groups` (--as, --as-group) go on the target, for every call.
     """
-    environ = os.environ if environ is None else environ
+    check_impersonation(as_user, as_groups)
+    connection = _connect(
+        options,
+        environ=os.environ if environ is None else environ,
+        local_only=local_only,
+        probe=probe,
+        kubeconfig_origin=kubeconfig_origin,
+    )
+    if as_user is None:
+        return connection
+    import dataclasses
+
+    return dataclasses.replace(
+        connection, target=connection.target.impersonating(as_user, as_groups)
+    )
+
+
+def _connect(
+    options: ClusterChoice,
+    *,
+    environ: Mapping[str, str],
+    local_only: bool,
+    probe: KubeconfigProbe | None,
+    kubeconfig_origin: str | None,
+) -> Connection:
     missing = missing_kubeconfig(options, environ, kubeconfig_origin)
     if missing is not None:
         if probe is not None:

@@ -502,8 +502,10 @@ class LogFollower:
         start: StartStream | None = None,
         clock: Callable[[], float] = time.monotonic,
         logs_command: str | None = None,
+        commands: Commands | None = None,
     ) -> None:
         self._target, self._pod, self._container = target, pod, container
+        self._commands = commands or Commands(target)  # for a denial's `auth can-i`
         self._out = out
         self._console = console
         self._backoff = backoff or Backoff()
@@ -859,7 +861,8 @@ class LogFollower:
                     f"stream of pod {self._pod} was lost ({reason})"
                 )
         self._console.warn(
-            f"lost the log stream of pod {self._pod} ({reason}); its output may be "
+            f"lost the log stream of pod {self._pod} ({reason}"
+            f"{self._commands.permission_check(reason)}); its output may be "
             f"incomplete: see all of it with `{self._logs_command}`"
         )
 

@@ -164,6 +164,9 @@ def rejection(
     elif "unauthorized" in lowered or "must be logged in" in lowered:
         whoami = commands.kubectl("auth", "whoami", namespaced=False)
         hint = f"log in to the cluster again; `{whoami}` shows who you are"
+    elif complaints.credential_plugin_failed(reason):
+        whoami = commands.kubectl("auth", "whoami", namespaced=False)
+        hint = f"the kubeconfig's credential plugin failed, as said above; `{whoami}` runs it again"
     elif complaints.unreachable(reason):
         hint = commands.reachability_hint()
     else:
@@ -419,6 +422,7 @@ class Run:
             out or self._out,
             self.console,
             logs_command=self.commands.logs("Pod", pod),
+            commands=self.commands,
         )
         if not self._container_running:
             # Seen ended at once (a quick container goes from Pending to Succeeded on a real
@@ -658,7 +662,8 @@ class Run:
         if not result.ok:
             self.console.warn(
                 f"could not delete {self.resource.ref} in namespace {self.namespace}: "
-                f"{result.error_text}; delete it yourself: {self.resource.delete_command()}"
+                f"{result.error_text}{self.commands.permission_check(result.error_text)}; "
+                f"delete it yourself: {self.resource.delete_command()}"
             )
         elif self.stopped_early and self._container_running:
             self.console.notice(self._terminating_message())

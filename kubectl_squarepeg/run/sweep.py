@@ -532,10 +532,11 @@ def sweep_in_background(
         if result.deleted:
             console.status(_summary(result.deleted))
         if result.problems:
-            console.warn(
-                f"orphan sweep incomplete in namespace {target.namespace}: "
-                + "; ".join(result.problems)
+            said = "; ".join(result.problems)
+            check = Commands(target, getattr(connection, "in_cluster", False)).permission_check(
+                said
             )
+            console.warn(f"orphan sweep incomplete in namespace {target.namespace}: {said}{check}")
 
     thread = threading.Thread(target=work, name="orphan-sweep", daemon=True)
     thread.start()

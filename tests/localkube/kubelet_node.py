@@ -130,6 +130,9 @@ def cni_conflist(bridge: str, subnet: str, ipam_dir: Path) -> str:
     return json.dumps({"cniVersion": "1.0.0", "name": "localkube", "plugins": [{
         "type": "bridge", "bridge": bridge, "isGateway": True, "ipMasq": False,
         "ipam": {"type": "host-local", "ranges": [[{"subnet": subnet}]],
+                 # The Service range through the bridge: the kubernetes Service's address
+                 # answers in the node's namespace (service_address.py).
+                 "routes": [{"dst": SERVICE_CIDR}],
                  "dataDir": str(ipam_dir)}}]}, indent=1)
 
 

@@ -89,6 +89,7 @@ from tests.localkube.processes import (
     wait_for,
     write_component_kubeconfig,
 )
+from tests.localkube.service_address import ServiceAddress
 
 TEARDOWN_SECONDS = 2.0
 RESTART_GRACE_SECONDS = 1.0
@@ -141,6 +142,8 @@ class Cluster:
         self.scheduler = scheduler(layout, scheduler_config)
         self.agent: NodeAgent | None = None
         self.kubelet_node: KubeletNode | None = None
+        # The kubernetes Service's address for the node's pods (service_address.py).
+        self.service_address: ServiceAddress | None = None
         if node == "kubelet":
             kubelet_config = layout.state / "kubelet.kubeconfig"
             write_component_kubeconfig(kubelet_config, layout.server, layout.pki,
@@ -190,6 +193,8 @@ class Cluster:
             self.kubelet_node.start(self._stopping)
             wait_for(self._node_ready, 90, f"node {NODE_NAME} to be Ready",
                      self.kubelet_node.kubelet, self._stopping)
+            self.service_address = ServiceAddress(self.kubelet_node.network,
+                                                  self.layout.apiserver_port, SERVICE_IP)
         for namespace in ("default", "kube-system"):
             wait_for(lambda ns=namespace: self._exists(  # type: ignore[misc]
                 f"/api/v1/namespaces/{ns}/serviceaccounts/default"), 60,
@@ -365,6 +370,8 @@ class Cluster:
             self._control.server_close()
         if self._agent_started and self.agent is not None:
             self.agent.stop()
+        if self.service_address is not None:
+            self.service_address.close()
         if self.kubelet_node is not None:
             self.kubelet_node.stop()
         # The state is thrown away: no component needs a graceful end, and the API server's

@@ -7,7 +7,11 @@ into a one-layer image whose default command is `sh` (it stands in for `alpine` 
 the machine (Debian's `/usr/bin/python3.11`, the shared libraries `ldd` names for it and its
 extension modules, its standard library without the test suite and the static library), so
 that a command's `python3` runs as in Docker's Debian-based `python` image, whose `sh` it
-also has; `pause_image` packs the sandbox's pause program. `write_layout` writes an image
+also has; `pause_image` packs the sandbox's pause program. `squarepeg_layer` is the third
+layer of the in-cluster tests' image (tests/e2e/test_in_cluster.py puts it on the python
+image in the node's registry with `crane append`): a kubectl binary at
+/usr/local/bin/kubectl and squarepeg's release zipapp at /app/squarepeg.pyz, run as
+`python3 /app/squarepeg.pyz run ...`. `write_layout` writes an image
 as an OCI image layout directory (what `crane push DIR REF` reads) and `layout_tar` as a tar
 of one (what `ctr images import` reads). Layers and archives carry no timestamps, so the same
 inputs give the same digests.
@@ -76,6 +80,18 @@ def single_file_layer(name: str, data: bytes) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
         _add_file(tar, name, data, 0o755)
+    return buffer.getvalue()
+
+
+def squarepeg_layer(kubectl: bytes, zipapp: bytes) -> bytes:
+    """An uncompressed layer: `kubectl` at usr/local/bin/kubectl, `zipapp` (squarepeg's
+    release build, its dependencies inside) at app/squarepeg.pyz."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for directory in ("app", "usr", "usr/local", "usr/local/bin"):
+            _add_directory(tar, directory, 0o755)
+        _add_file(tar, "usr/local/bin/kubectl", kubectl, 0o755)
+        _add_file(tar, "app/squarepeg.pyz", zipapp, 0o755)
     return buffer.getvalue()
 
 

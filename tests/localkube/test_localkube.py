@@ -29,6 +29,8 @@ from tests.kubesim.test_client import (  # noqa: F401 - collected again, on loca
     test_watch_timeout_and_resource_version,
 )
 from tests.localkube.build import RELEASE
+from tests.localkube.processes import SERVICE_IP
+from tests.localkube.service_address import SERVICE_PORT
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +132,10 @@ def test_nothing_listens_beyond_loopback_in_the_machines_network(kubesim: Localk
                   if a["type"] == "InternalIP"]
     [node_ports] = others.values()  # one namespace: the node's
     assert (_hex_address(internal), 10250) in node_ports, node_ports  # the kubelet
-    assert all(address in (*LOOPBACK, _hex_address(internal)) for address, _ in node_ports)
+    # The kubernetes Service's address, for the node's pods (service_address.py).
+    assert (_hex_address(SERVICE_IP), SERVICE_PORT) in node_ports, node_ports
+    assert all(address in (*LOOPBACK, _hex_address(internal), _hex_address(SERVICE_IP))
+               for address, _ in node_ports)
 
 
 def _run(kubesim: Localkube, namespace: str, name: str, script: str) -> None:

@@ -133,3 +133,22 @@ def test_a_kubectl_call_that_times_out_names_cluster_info_for_the_runs_cluster()
         "check that the cluster is reachable "
         "(`kubectl cluster-info '--kubeconfig=/home/me/kube config' --context=far-away`)"
     )
+
+
+def test_impersonation_goes_on_every_command_in_cluster_too() -> None:
+    target = Target(context="c", namespace="team").impersonating("alice", ("devs", "ops"))
+    assert target.global_args() == ["--context=c", "--namespace=team", "--as=alice",
+                                    "--as-group=devs", "--as-group=ops"]
+    assert Commands(target, in_cluster=True).kubectl("get", "pods") == (
+        "kubectl get pods --namespace=team --as=alice --as-group=devs --as-group=ops")
+    assert target.as_whom() == ", as alice (groups devs, ops)"
+    assert Target().as_whom() == ""
+
+
+def test_a_denial_names_the_command_that_checks_it() -> None:
+    commands = Commands(Target(context="c", namespace="team"))
+    said = ('(Forbidden): pods "p" is forbidden: User "bob" cannot get resource "pods/log" '
+            'in API group "" in the namespace "team"')
+    assert commands.permission_check(said) == (
+        "; `kubectl auth can-i get pods/log --context=c --namespace=team` checks that permission")
+    assert commands.permission_check("connection refused") == ""

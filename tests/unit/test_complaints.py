@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 
 from kubectl_squarepeg.cluster import kubectl
-from kubectl_squarepeg.cluster.complaints import clean, unreachable
+from kubectl_squarepeg.cluster.complaints import (
+    clean,
+    credential_plugin_failed,
+    denied,
+    unreachable,
+)
 
 KLOG = (
     "E1203 15:30:01.123456   4242 memcache.go:265] couldn't get current server API group "
@@ -49,3 +54,24 @@ def test_advice_about_validate_false_is_dropped() -> None:
 ])
 def test_a_complaint_says_whether_the_api_server_answered(said: str, no_answer: bool) -> None:
     assert unreachable(said) is no_answer
+
+
+@pytest.mark.parametrize(("said", "found"), [
+    ('pods is forbidden: User "bob" cannot list resource "pods" in API group "" in the '
+     'namespace "team"', ("list", "pods")),
+    ('jobs.batch is forbidden: User "system:serviceaccount:t:runner" cannot create resource '
+     '"jobs" in API group "batch" in the namespace "t"', ("create", "jobs.batch")),
+    ('User "bob" cannot create resource "pods/attach" in API group ""', ("create", "pods/attach")),
+    ("The connection to the server 127.0.0.1:1 was refused", None),
+])
+def test_a_denial_is_read_as_verb_and_resource(said: str, found: tuple[str, str] | None) -> None:
+    assert denied(said) == found
+
+
+def test_a_plugins_complaint_said_twice_is_quoted_once_and_known_as_the_plugins() -> None:
+    said = ["sso: down", "sso: down", "Unable to connect to the server: getting credentials: "
+            "exec: executable /p failed with exit code 7"]
+    text = clean(said)
+    assert text.count("sso: down") == 1
+    assert credential_plugin_failed(text)
+    assert not credential_plugin_failed("The connection to the server 127.0.0.1:1 was refused")

@@ -33,3 +33,19 @@ def test_a_missing_kubeconfig_from_a_config_key_names_its_file_and_line(tmp_path
     assert error is not None
     assert error.message.endswith("does not exist (config kubeconfig, c.yaml:3)")
     assert error.hint.startswith("fix the path there")
+
+
+def test_as_group_needs_as_and_names_are_not_empty() -> None:
+    import pytest
+
+    from kubectl_squarepeg.cluster.connect import check_impersonation
+    from kubectl_squarepeg.errors import UsageError
+
+    check_impersonation("alice", ("devs",))
+    check_impersonation(None, ())
+    for user, groups, said in ((None, ("devs",), "--as-group devs without --as"),
+                               ("", (), "--as is empty"), ("alice", (" ",), "--as-group is empty")):
+        with pytest.raises(UsageError) as raised:
+            check_impersonation(user, groups)
+        assert raised.value.message == said
+        assert raised.value.exit_code == 125

@@ -41,7 +41,7 @@ DOCKER_RUN_REFERENCE = """
 SQUAREPEG_ONLY = {
     "-n", "--namespace", "--context", "--kubeconfig", "--mode", "--timeout", "--keep",
     "--dry-run", "--dry-run-server", "--config", "--service-account", "--node-selector",
-    "--toleration", "--image-pull-secret", "--priority-class",
+    "--toleration", "--image-pull-secret", "--priority-class", "--as", "--as-group",
 }  # fmt: skip
 
 
