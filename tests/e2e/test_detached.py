@@ -59,7 +59,8 @@ def _ps(squarepeg: Squarepeg, *args: str) -> list[dict[str, Any]]:
 
 def test_run_d_ps_logs_wait_rm(squarepeg: Squarepeg, kubesim: Any, namespace: str) -> None:
     started = squarepeg("run", "-d", "--name", "det-a", "alpine", "sh", "-c",
-                        "echo hello; echo world; sleep 4; exit 3")
+                        # Long enough for two `ps` under CI's load (4 s ended first once).
+                        "echo hello; echo world; sleep 15; exit 3")
     assert started.code == 0, started.stderr
     assert started.stdout == b"det-a\n"
     assert "pod/det-a" in names(kubesim, namespace)
