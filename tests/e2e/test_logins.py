@@ -16,8 +16,8 @@ token), so a run that works proves kubectl logged in that way and squarepeg inhe
 - impersonation: the admin with `--as USER --as-group GROUP`, where only GROUP is granted
   the Role: the run works, every kubectl call carried both flags, the banner says so.
 
-The Role is the one docs/permissions.md prints (read from that page, so the page is what is
-tested), bound to the plain user in the test's namespace; the user has nothing cluster-wide.
+The Role is the one the README prints (read from it by tests/readme_role.py, so the README is
+what is tested), bound to the plain user in the test's namespace; the user has nothing cluster-wide.
 Without its `events` and `pods/attach` rules a run still works; without one of the others,
 the message names the verb and resource with the `kubectl auth can-i` command that checks it.
 """
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import re
 import socket
 import subprocess
 import threading
@@ -39,13 +38,12 @@ import yaml
 
 from tests.e2e.conftest import Finished, Squarepeg, counting_kubectl, names, wait_until
 from tests.localkube import launcher, pki
+from tests.readme_role import documented_role
 
 pytestmark = pytest.mark.localkube_only(
     "the real API server authenticates each login and RBAC authorizes it; kubesim takes any "
     "token and has no RBAC")
 
-ROOT = Path(__file__).resolve().parents[2]
-PERMISSIONS_DOC = ROOT / "docs" / "permissions.md"
 SLOW_PLUGIN_SECONDS = 3
 EXEC_API = "client.authentication.k8s.io/v1"
 
@@ -78,16 +76,6 @@ def write_login(path: Path, cluster: Any, namespace: str, user: dict[str, Any],
     }), encoding="utf-8")
     path.chmod(0o600)
     return {"KUBECONFIG": str(path)}
-
-
-def documented_role() -> dict[str, Any]:
-    """The Role manifest docs/permissions.md prints (its first YAML block)."""
-    text = PERMISSIONS_DOC.read_text(encoding="utf-8")
-    found = re.search(r"```yaml\n(.*?)```", text, re.DOTALL)
-    assert found, f"{PERMISSIONS_DOC} has no YAML block"
-    role: dict[str, Any] = yaml.safe_load(found.group(1))
-    assert role["kind"] == "Role"
-    return role
 
 
 def without(role: dict[str, Any], *dropped: tuple[str, str]) -> dict[str, Any]:
