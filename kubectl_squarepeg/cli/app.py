@@ -541,33 +541,12 @@ def config_untrust(ctx: click.Context, file: str | None) -> int:
 def sweep(ctx: click.Context, /, **flags: Any) -> int:
     """The orphan sweep of every run, on its own: this user's finished or stuck Pods and Jobs,
     older than orphan_sweep_min_age, are listed (on stderr) and deleted."""
-    from kubectl_squarepeg.cluster.connect import ClusterFlags, connect
-    from kubectl_squarepeg.config import files as config
-    from kubectl_squarepeg.errors import UsageError
-    from kubectl_squarepeg.plan import values
     from kubectl_squarepeg.plan.manifest import created_by_value
     from kubectl_squarepeg.run import sweep as orphan_sweep
 
+    connection, merged = _user_connection(flags)
     console = _console(ctx)
-    merged = config.load(explicit=flags["config"])
     console.quiet = bool(flags["quiet"] or merged.values.get("quiet"))
-
-    def setting(name: str) -> str | None:
-        value = flags[name] or merged.values.get(name)
-        return None if value is None else str(value)
-
-    namespace = setting("namespace")
-    if namespace is not None:
-        try:
-            values.validate_name(namespace)
-        except values.ValueProblem as problem:
-            raise UsageError(f"invalid value {namespace!r} for --namespace", str(problem)) from None
-    choice = ClusterFlags(setting("context"), setting("kubeconfig"), namespace)
-    connection = connect(
-        choice,
-        kubeconfig_origin=_key_origin(merged, "kubeconfig", bool(flags["kubeconfig"])),
-        **_impersonation(flags),
-    )
     console.status(connection.banner() + _config_files_note(merged.files))
     return orphan_sweep.sweep_now(
         connection,
@@ -595,12 +574,13 @@ def _cluster_options(command: F) -> F:
     return _impersonation_options(command)
 
 
-def _verb_connection(ctx: click.Context, flags: Mapping[str, Any]) -> tuple[Any, str]:
-    """The connection and the user's created-by value, for a verb on the user's runs."""
+def _user_connection(flags: Mapping[str, Any]) -> tuple[Any, Config]:
+    """The connection that -n, --context, --kubeconfig, --as and the config files given
+    with --config name, for a command on the user's runs (sweep, ps, logs, wait, rm), and
+    the merged config it came from."""
     from kubectl_squarepeg.cluster.connect import ClusterFlags, connect
     from kubectl_squarepeg.config import files as config
     from kubectl_squarepeg.plan import values
-    from kubectl_squarepeg.plan.manifest import created_by_value
 
     merged = config.load(explicit=flags.get("config") or ())
 
@@ -620,6 +600,14 @@ def _verb_connection(ctx: click.Context, flags: Mapping[str, Any]) -> tuple[Any,
         kubeconfig_origin=_key_origin(merged, "kubeconfig", bool(flags.get("kubeconfig"))),
         **_impersonation(flags),
     )
+    return connection, merged
+
+
+def _verb_connection(ctx: click.Context, flags: Mapping[str, Any]) -> tuple[Any, str]:
+    """The connection and the user's created-by value, for a verb on the user's runs."""
+    from kubectl_squarepeg.plan.manifest import created_by_value
+
+    connection, _ = _user_connection(flags)
     return connection, created_by_value(_username(os.environ))
 
 

@@ -414,18 +414,7 @@ class DetachedRun(runner.Run):
     def start_detached(self) -> str:
         """Create, and wait for the start as a run does; the pod's name. A start that
         fails raises, and the caller's cleanup deletes what was made."""
-        self.create()
-        assert self._watch is not None
-        reporter = watch.EventReporter(self.console, self._events)
-        started = watch.wait_for_start(
-            self._watch,
-            timeout=self.plan.options.timeout,
-            reporter=reporter,
-            commands=self.commands,
-            progress=self.console.progress,
-        )
-        self.console.end_progress()
-        pod = self._watch.pod_name or self.plan.name
+        started, pod = self.start()
         if started.type == "DELETED" and not podstate.has_started(started.pod):
             raise ClusterError(
                 f"pod {pod} was deleted before its container started",

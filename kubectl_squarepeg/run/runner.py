@@ -509,8 +509,9 @@ class Run:
         if self._forwarding is not None:
             self._forwarding.stop()
 
-    def execute(self) -> int:
-        """Every phase in order; the exit code. Cleanup is the caller's (`run_lifecycle`)."""
+    def start(self) -> tuple[watch.Event, str]:
+        """Create the resource, fill its volumes, and wait until its container has started
+        (or has ended, or its pod is gone): that event and the pod's name."""
         self.create()
         assert self._watch is not None
         if self._files is not None:
@@ -527,7 +528,12 @@ class Run:
             progress=self.console.progress,
         )
         self.console.end_progress()
-        pod = self._watch.pod_name or self.plan.name
+        return started, self._watch.pod_name or self.plan.name
+
+    def execute(self) -> int:
+        """Every phase in order; the exit code. Cleanup is the caller's (`run_lifecycle`)."""
+        started, pod = self.start()
+        assert self._watch is not None
         if started.type != "DELETED":
             self._container_running = not podstate.has_finished(started.pod)
             self._grace_seconds = podstate.grace_period(started.pod)
