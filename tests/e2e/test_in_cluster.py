@@ -142,3 +142,43 @@ def test_in_a_pod_without_list_the_sweep_warns_and_the_exit_code_stays(
     assert "out" in output.splitlines()
     wait_until(lambda: no_pods_of_the_inner_runs(kubesim, namespace), 60,
                "the runs' pods to be deleted")
+
+
+# The pod's own user as the created-by label (getpass in the pod, as squarepeg computes it),
+# then a pod labelled as a run of that user's, stuck on an image that does not exist: an
+# orphan of the stuck kind, which has no age floor (run/sweep.py), so a sweep with
+# orphan_sweep_min_age 0 takes it at once. Made from inside the pod with the service account.
+LEAVE_AN_ORPHAN = r"""
+label=$(python3 -c 'import getpass, sys
+sys.path.insert(0, "/app/squarepeg.pyz")
+from kubectl_squarepeg.plan.manifest import created_by_value
+print(created_by_value(getpass.getuser()))')
+labels="app.kubernetes.io/managed-by=squarepeg,squarepeg.io/created-by=$label"
+kubectl run left-behind --restart=Never --image=no-such-image-xyz:3 \
+  --labels="$labels,squarepeg.io/run-id=left-behind-run" >/dev/null || exit 96
+reason='jsonpath={.status.containerStatuses[0].state.waiting.reason}'
+tries=0
+until kubectl get pod left-behind -o "$reason" | grep -q ImagePull; do
+  tries=$((tries + 1)); [ "$tries" -gt 120 ] && exit 97; sleep 0.5
+done
+echo 'orphan_sweep_min_age: 0' > /tmp/sweep.yaml
+"""
+
+
+def test_in_a_pod_the_sweep_deletes_an_orphan_of_its_own_user(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str, image: str
+) -> None:
+    service_account(kubesim, namespace, documented_role())
+    script = LEAVE_AN_ORPHAN + inner("--config", "/tmp/sweep.yaml", "alpine", "echo", "ran")
+    done = in_pod(squarepeg, image, script)
+    output = done.stdout.decode(errors="replace")
+    assert done.code == 0, (done.lines, output)
+    lines = output.splitlines()
+    assert "ran" in lines, lines
+    assert any("orphan sweep: deleted 1 resource" in line and "left-behind" in line
+               for line in lines), lines
+    assert not [line for line in lines if "warning" in line], lines
+    gone = kubesim.kubectl("get", "pod", "left-behind", "-n", namespace, "-o", "name")
+    assert gone.returncode != 0 and b"NotFound" in gone.stderr, gone
+    wait_until(lambda: no_pods_of_the_inner_runs(kubesim, namespace), 60,
+               "the runs' pods to be deleted")
