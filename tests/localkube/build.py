@@ -74,8 +74,6 @@ class Release:
 
 RELEASES = (Release("v1.34.4", GOBUILD), Release("v1.37.2", HERE / "gobuild-1.37"))
 DEFAULT_RELEASE = RELEASES[0]
-# The default's tag: what every localkube built before there was a second release runs.
-RELEASE = DEFAULT_RELEASE.version
 
 
 def selected(name: str | None = None) -> Release:
