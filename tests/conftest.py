@@ -13,7 +13,10 @@ SQUAREPEG_TEST_CLUSTER (default kubesim). Tests outside tests/e2e always use kub
   os.environ). tests/e2e/conftest.py overrides it with the selected cluster.
 - `localkube_session` (session scope): one `scripts/localkube serve` for the whole run (the
   real control plane takes seconds to start, not milliseconds), with localkube's default
-  node, the real kubelet (LOCALKUBE_NODE=agent picks the node agent); a `Localkube` has the
+  node, the real kubelet (LOCALKUBE_NODE=agent picks the node agent), at the Kubernetes
+  release `--localkube-release MINOR` names (or LOCALKUBE_RELEASE; default localkube's
+  first, 1.34: the option sets LOCALKUBE_RELEASE for the session, which every
+  `scripts/localkube` the tests start reads); a `Localkube` has the
   same attributes plus `.node` ("kubelet" or "agent"), its `ctl` runs `scripts/localkube
   ctl` (restart, delete-pod; evict and drop-logs on the agent node only).
 - `kubesim_factory` (function scope): `factory(scenario: dict | None = None) -> Kubesim`, a
@@ -55,6 +58,7 @@ import yaml
 
 from tests.helpers import wait_until
 from tests.kubesim.launcher import alive, descendants
+from tests.localkube import build
 
 ROOT = Path(__file__).resolve().parent.parent
 KUBESIM = ROOT / "scripts" / "kubesim"
@@ -80,6 +84,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="the kubectl of the tests: a version (1.27 = kubectl.1.27 beside "
                           "the kubectl on PATH) or a path (default: $SQUAREPEG_TEST_KUBECTL, "
                           "else the kubectl on PATH)")
+    parser.addoption("--localkube-release", default=None, metavar="MINOR",
+                     help="the Kubernetes release of localkube (--cluster localkube): 1.34 "
+                          "or 1.37 (default: $LOCALKUBE_RELEASE, else 1.34)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -89,6 +96,13 @@ def pytest_configure(config: pytest.Config) -> None:
                             "agent makes (tests/e2e/conftest.py's needs_the_node_agent)")
     config.addinivalue_line("markers", "smoke(concern): one of the dozen e2e tests run with "
                             "each other kubectl (`-m smoke --kubectl 1.27`)")
+    release = config.getoption("--localkube-release")
+    try:
+        # Every scripts/localkube the session starts (and tests that read the release's
+        # binaries) follow LOCALKUBE_RELEASE.
+        os.environ[build.RELEASE_VARIABLE] = build.selected(release).version
+    except build.UnknownRelease as exc:
+        raise pytest.UsageError(str(exc)) from None
     chosen = config.getoption("--kubectl") or os.environ.get("SQUAREPEG_TEST_KUBECTL")
     if chosen:
         _put_kubectl_first(config, find_kubectl(chosen))
@@ -148,8 +162,11 @@ _KUBECTL_VERSION = pytest.StashKey[str]()
 
 def pytest_report_header(config: pytest.Config) -> str:
     kubectl_minor(config)
+    cluster = selected_cluster(config)
+    if cluster == "localkube":
+        cluster += f" {build.selected().version}"
     return (f"kubectl: {config.stash[_KUBECTL_VERSION] or 'version unknown'} "
-            f"({shutil.which('kubectl')}); cluster: {selected_cluster(config)}")
+            f"({shutil.which('kubectl')}); cluster: {cluster}")
 
 
 def selected_cluster(config: pytest.Config) -> str:

@@ -1,5 +1,6 @@
-"""kubectl of localkube's own release (build.RELEASE), built from the Go module proxy like the
-control plane, for the kubectl matrix's third smoke cell (scripts/test, issue 24).
+"""kubectl of localkube's default release (build.DEFAULT_RELEASE, v1.34.4), built from the Go
+module proxy like the control plane, for the kubectl matrix's third smoke cell (scripts/test,
+issue 24).
 
 Its Go module is `gobuild-kubectl/`, outside build.py's `gobuild/` on purpose: build.py's stamp
 hashes every file there, so a module added beside the control plane's would rebuild the
@@ -28,7 +29,7 @@ MODULE = Path(__file__).resolve().parent / "gobuild-kubectl"
 
 
 def bin_dir() -> Path:
-    return build.cache_root() / build.RELEASE / "kubectl-bin"
+    return build.cache_root() / build.DEFAULT_RELEASE.version / "kubectl-bin"
 
 
 def source_hash() -> str:
@@ -47,9 +48,10 @@ def ensure_built(say: Callable[[str], None]) -> bool:
     if is_built():
         return False
     build.build_staged(bin_dir(), source_hash(), [
-        (f"kubectl {build.RELEASE} from the Go module proxy",
+        (f"kubectl {build.DEFAULT_RELEASE.version} from the Go module proxy",
          lambda staging, log_file: build.go_build(MODULE, ["k8s.io/kubernetes/cmd/kubectl"],
-                                                  staging / "kubectl", build.version_ldflags(),
+                                                  staging / "kubectl",
+                                                  build.version_ldflags(build.DEFAULT_RELEASE),
                                                   log_file)),
     ], say, "kubectl-build.log")
     return True

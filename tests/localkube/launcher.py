@@ -1,6 +1,7 @@
 """The command line of localkube (`scripts/localkube`).
 
     serve --kubeconfig FILE [--port N] [--scenario FILE] [--node kubelet|agent]
+          [--release 1.34|1.37]
         Build what is missing (build.py, node_build.py), start etcd, kube-apiserver,
         kube-controller-manager, kube-scheduler and the node in a state directory of its
         own: by default the real kubelet with containerd, runc and the CNI bridge in a
@@ -14,12 +15,14 @@
         exits 0 (1 if it could not start, 2 on bad usage). A scenario file may give the node
         agent's `images` and kubelet `options` (see kubesim's scenario.py); its other keys
         are for kubesim only and are refused, and the kubelet node takes none.
-    build [--node kubelet|agent] [--install-packages]
+    build [--node kubelet|agent] [--install-packages] [--release 1.34|1.37] [--check]
         Build what is missing and exit (0, or 1 if the build failed); prints what it built
         and how long it took on stderr. The kubelet node's binaries too, unless
         `--node agent`; with `--install-packages` it first apt-get installs the Debian
         packages the node needs (node_build.APT_PACKAGES) when some are missing (as root,
-        DEBIAN_FRONTEND=noninteractive; scripts/test uses it).
+        DEBIAN_FRONTEND=noninteractive; scripts/test uses it). With `--check`, build
+        nothing: exit 0 if the binaries are built and current, 1 if not (scripts/test asks
+        before a cell).
     ctl --kubeconfig FILE restart --down SECONDS |
         restart-kubelet|restart-containerd --down SECONDS [--wait-for-containers N] |
         evict NAMESPACE/POD | evict-api NAMESPACE/POD |
@@ -40,6 +43,10 @@
         the API, as another actor's `kubectl delete`; the node agent cutting its end of
         every open log stream (now, or after N more bytes each), as a kubelet connection
         that breaks. Prints a JSON answer; exit 1 on error.
+
+`--release` picks the Kubernetes release (build.RELEASES: 1.34, i.e. v1.34.4, the default,
+or 1.37, v1.37.2); LOCALKUBE_RELEASE sets the default. Each release has binaries of its own
+under ~/.cache/kubectl-squarepeg/localkube/<version>/.
 
 "Ready" means: /readyz answers ok, the node is registered (and Ready), the `default`
 service account exists in `default` and `kube-system`, and a canary pod in `kube-system`
@@ -151,7 +158,7 @@ class Cluster:
             self.kubelet_node = KubeletNode(layout.state / "node", kubelet_config, layout.log,
                                             NODE_NAME, layout.apiserver_port)
         else:
-            self.agent = NodeAgent(self.api, self.scenario, build.RELEASE)
+            self.agent = NodeAgent(self.api, self.scenario, build.selected().version)
         self.requests: queue.Queue[ControlRequest] = queue.Queue()
         self.control_path = layout.state / "control.sock"
         self._control: socketserver.UnixStreamServer | None = None
@@ -456,7 +463,8 @@ def serve(args: argparse.Namespace) -> int:
             return 1
         kubeconfig = Path(args.kubeconfig).resolve()
         write_kubeconfig(kubeconfig, admin_kubeconfig(layout, cluster.control_path))
-        say(f"Kubernetes {build.RELEASE} ({'kubelet' if args.node == 'kubelet' else 'node agent'})"
+        node_name = "kubelet" if args.node == "kubelet" else "node agent"
+        say(f"Kubernetes {build.selected().version} ({node_name})"
             f" started in {time.monotonic() - started:.1f}s"
             + (f" (build {build_seconds:.0f}s)" if built else "") + f"; state in {state}")
         print(f"localkube: ready on {layout.server} (kubeconfig {kubeconfig})", flush=True)
@@ -482,13 +490,18 @@ def default_node() -> str:
     return os.environ.get("LOCALKUBE_NODE") or DEFAULT_NODE
 
 
-def build_only(node: str | None, install_packages: bool = False) -> int:
+def build_only(node: str | None, install_packages: bool = False, check: bool = False) -> int:
     node = node or default_node()
+    if check:
+        built = build.is_built() and (node != "kubelet" or node_build.is_built())
+        say(f"{build.selected().version} ({node} node) is "
+            + ("built" if built else "not built (or not current)"))
+        return 0 if built else 1
     try:
         if node == "kubelet" and install_packages:
             node_build.install_packages(say)  # first: a missing package fails fast
         if not build.ensure_built(say):
-            say(f"{build.RELEASE} is built: {build.bin_dir()}")
+            say(f"{build.selected().version} is built: {build.bin_dir()}")
         if node == "kubelet" and not node_build.ensure_built(say):
             say(f"the kubelet node is built: {node_build.bin_dir()}")
     except build.BuildError as exc:
@@ -567,12 +580,19 @@ def parser() -> argparse.ArgumentParser:
     build_p.add_argument("--install-packages", action="store_true",
                          help="first apt-get install what the kubelet node needs (as root; "
                          "nothing when it is all there)")
+    build_p.add_argument("--check", action="store_true",
+                         help="build nothing: exit 0 if the binaries are built, 1 if not")
     for command in (serve_p, build_p):
         command.add_argument("--node", choices=NODES, default=None,
                              help="the node: the real kubelet with containerd (default) or "
                              "kubesim's node agent, for the faults only it makes (ctl evict, "
                              "drop-logs; the default with --scenario); LOCALKUBE_NODE sets "
                              "the default")
+        command.add_argument("--release", default=None, metavar="MINOR",
+                             help="the Kubernetes release: "
+                             + " or ".join(f"{r.minor} ({r.version})" for r in build.RELEASES)
+                             + f"; {build.RELEASE_VARIABLE} sets the default, else "
+                             f"{build.DEFAULT_RELEASE.minor}")
     ctl_p = verbs.add_parser("ctl", help="inject a fault into a running cluster")
     ctl_p.add_argument("--kubeconfig", required=True, help="the kubeconfig serve wrote")
     faults = ctl_p.add_subparsers(dest="verb", required=True)
@@ -606,10 +626,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"localkube: error: LOCALKUBE_NODE={default_node()!r}: use one of "
               f"{', '.join(NODES)}", file=sys.stderr)
         return 2
+    if args.command in ("serve", "build"):
+        try:
+            release = build.selected(args.release)
+        except build.UnknownRelease as exc:
+            print(f"localkube: error: {exc}", file=sys.stderr)
+            return 2
+        # Everything below (the builds, the node's binaries) reads the selection from here.
+        os.environ[build.RELEASE_VARIABLE] = release.version
     if args.command == "serve":
         return serve(args)
     if args.command == "build":
-        return build_only(args.node, args.install_packages)
+        return build_only(args.node, args.install_packages, args.check)
     return ctl(args)
 
 

@@ -2,9 +2,10 @@
 runc, the CNI plugins, a registry and the pause program, cached beside the control plane's.
 
 Owns their pinned versions and how they are built. The kubelet comes from the control
-plane's own module (`gobuild/kube`, RELEASE, the same version `-ldflags`); the others are
-modules without `replace` directives, so `go install MODULE/CMD@VERSION` builds them with
-their own go.sum checks and no module file of ours. runc is cgo and built with the `seccomp`
+plane's own module (the selected release's `kube/`, build.py, with the same version
+`-ldflags`); the others, the same for every release, are modules without `replace`
+directives, so `go install MODULE/CMD@VERSION` builds them with their own go.sum checks and
+no module file of ours. runc is cgo and built with the `seccomp`
 tag (it needs libseccomp-dev); the pause program is C of our own (`node/pause.c`), linked
 statically. The images need Debian's `busybox-static` and `python3.11` (checked here, used
 by kubelet_node); running the node needs iproute2's `ip` and util-linux's `unshare` and
@@ -41,20 +42,22 @@ BINARIES = ("kubelet", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "
             "bridge", "host-local", "crane", "pause")
 
 
-def bin_dir(release: str = build.RELEASE) -> Path:
-    return build.cache_root() / release / "node-bin"
+def bin_dir(release: build.Release | None = None) -> Path:
+    return build.cache_root() / (release or build.selected()).version / "node-bin"
 
 
-def pins_hash() -> str:
+def pins_hash(release: build.Release | None = None) -> str:
+    release = release or build.selected()
     digest = hashlib.sha256()
-    digest.update(repr((build.RELEASE, CONTAINERD, RUNC, CNI_PLUGINS, CRANE)).encode())
+    digest.update(repr((release.version, CONTAINERD, RUNC, CNI_PLUGINS, CRANE)).encode())
     digest.update(PAUSE_SOURCE.read_bytes())
-    digest.update(build.source_hash().encode())
+    digest.update(build.source_hash(release).encode())
     return digest.hexdigest()[:16]
 
 
-def is_built() -> bool:
-    return build.is_current(bin_dir(), BINARIES, pins_hash())
+def is_built(release: build.Release | None = None) -> bool:
+    release = release or build.selected()
+    return build.is_current(bin_dir(release), BINARIES, pins_hash(release))
 
 
 def is_static_elf(data: bytes) -> bool:
@@ -136,22 +139,24 @@ def _go_install(packages: list[str], target: Path, ldflags: str, log_file: Path,
                      {"GOFLAGS": "-buildvcs=false", "GOBIN": str(target)})
 
 
-def ensure_built(log: Callable[[str], None], install: bool = False) -> bool:
-    """Build what is missing (with `install`, first apt-get install the packages it needs);
-    True if something was built."""
+def ensure_built(log: Callable[[str], None], install: bool = False,
+                 release: build.Release | None = None) -> bool:
+    """Build what is missing of `release`'s node (default: the selected release; with
+    `install`, first apt-get install the packages it needs); True if something was built."""
+    release = release or build.selected()
     if install:
         install_packages(log)
-    if is_built():
+    if is_built(release):
         return False
     check_prerequisites()
     containerd, containerd_version = CONTAINERD
     runc, runc_version = RUNC
     plugins, plugins_version = CNI_PLUGINS
     crane, crane_version = CRANE
-    build.build_staged(bin_dir(), pins_hash(), [
-        (f"kubelet {build.RELEASE}", lambda staging, log_file: build.go_build(
-            build.GOBUILD / "kube", ["k8s.io/kubernetes/cmd/kubelet"], staging / "kubelet",
-            build.version_ldflags(), log_file)),
+    build.build_staged(bin_dir(release), pins_hash(release), [
+        (f"kubelet {release.version}", lambda staging, log_file: build.go_build(
+            release.modules / "kube", ["k8s.io/kubernetes/cmd/kubelet"], staging / "kubelet",
+            build.version_ldflags(release), log_file)),
         (f"runc {runc_version}", lambda staging, log_file: _go_install(
             [f"{runc}@{runc_version}"], staging,
             f"-s -w -X main.version={runc_version.lstrip('v')}", log_file, tags="seccomp")),

@@ -28,7 +28,7 @@ from tests.kubesim.test_client import (  # noqa: F401 - collected again, on loca
     test_job_runs_and_is_deleted_with_its_pod,
     test_watch_timeout_and_resource_version,
 )
-from tests.localkube.build import RELEASE
+from tests.localkube import build
 from tests.localkube.processes import SERVICE_IP
 from tests.localkube.service_address import SERVICE_PORT
 
@@ -56,7 +56,7 @@ def agent_cluster(localkube_session: Localkube,
 
 def test_kubectl_names_the_release(kubesim: Localkube) -> None:
     done = kubesim.kubectl("get", "--raw", "/version", check=True)
-    assert json.loads(done.stdout)["gitVersion"] == RELEASE
+    assert json.loads(done.stdout)["gitVersion"] == build.selected().version
     nodes = kubesim.kubectl("get", "nodes", "-o", "json", check=True)
     [node] = json.loads(nodes.stdout)["items"]
     ready = {c["type"]: c["status"] for c in node["status"]["conditions"]}["Ready"]
