@@ -54,13 +54,23 @@ class Source:
 
 
 @dataclass
+class Size:
+    """Bytes of file content and entries, of one mount's SRC."""
+
+    bytes: int = 0
+    entries: int = 0
+
+
+@dataclass
 class Checked:
-    """What the upload will send: the sources, their bytes and entries, and the warnings."""
+    """What the upload will send: the sources, their bytes and entries (in all, and per
+    source number), and the warnings."""
 
     sources: list[Source]
     total_bytes: int = 0
     entries: int = 0
     warnings: list[str] = field(default_factory=list)
+    sizes: dict[int, Size] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -230,13 +240,16 @@ def check_sources(
     checked = Checked([_open_source(n, b, cwd, home) for n, b in enumerate(binds, start=1)])
     for source in checked.sources:
         skipped = []
+        size = checked.sizes[source.number] = Size()
         for entry in _walk(source):
             if isinstance(entry, _Skipped):
                 skipped.append(entry)
                 continue
-            checked.entries += 1
+            size.entries += 1
             if stat.S_ISREG(entry.info.st_mode):
-                checked.total_bytes += entry.info.st_size
+                size.bytes += entry.info.st_size
+        checked.entries += size.entries
+        checked.total_bytes += size.bytes
         if skipped:
             checked.warnings.append(_skip_warning(source.bind, skipped))
     if checked.total_bytes > max_bytes:
@@ -285,11 +298,27 @@ def _header(entry: _Entry) -> tarfile.TarInfo:
 
 @dataclass
 class Sent:
-    """What `write_tar` sent: bytes of file content, entries, and the warnings."""
+    """What `write_tar` sent: bytes of file content and entries (in all, and of the source
+    it is at, by number), and the warnings."""
 
     bytes: int = 0
     entries: int = 0
     warnings: list[str] = field(default_factory=list)
+    source: int = 0
+    of_source: Size = field(default_factory=Size)
+
+
+def progress_line(checked: Checked, sent: Sent) -> str:
+    """The status line of an upload under way: the mount it is at (and which of how many),
+    its bytes and entries sent of those it has."""
+    at = next((s for s in checked.sources if s.number == sent.source), None)
+    if at is None:
+        return (f"uploading {human_bytes(sent.bytes)} of {human_bytes(checked.total_bytes)}, "
+                f"{sent.entries} of {checked.entries} entries")
+    size = checked.sizes.get(at.number, Size())
+    which = f" ({at.number} of {len(checked.sources)})" if len(checked.sources) > 1 else ""
+    return (f"uploading {_given(at.bind)}{which}: {human_bytes(sent.of_source.bytes)} of "
+            f"{human_bytes(size.bytes)}, {sent.of_source.entries} of {size.entries} entries")
 
 
 class _TarWriter:
@@ -350,6 +379,7 @@ def write_tar(
     sent = Sent()
     archive = _TarWriter(sink)
     for source in checked.sources:
+        sent.source, sent.of_source = source.number, Size()
         for entry in _walk(source):
             if isinstance(entry, _Skipped):
                 continue  # named by check_sources
@@ -365,6 +395,7 @@ def _add(archive: _TarWriter, source: Source, entry: _Entry, sent: Sent) -> None
     if header.type != tarfile.REGTYPE:
         archive.add(header)
         sent.entries += 1
+        sent.of_source.entries += 1
         return
     given = _given(source.bind)
     try:
@@ -377,6 +408,8 @@ def _add(archive: _TarWriter, source: Source, entry: _Entry, sent: Sent) -> None
         archive.add(header, reader)
     sent.entries += 1
     sent.bytes += header.size
+    sent.of_source.entries += 1
+    sent.of_source.bytes += header.size
     if reader.shrank:
         sent.warnings.append(
             f"-v {given}: {entry.path} shrank while it was sent; its end is zeros"

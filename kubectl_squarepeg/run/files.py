@@ -7,8 +7,9 @@ Owns:
   pipe that a thread of ours fills with files/upload.py's tar stream as the tree is read
   (nothing is held in memory or on disk). The main thread waits in short slices, so a
   Ctrl-C ends the run at once: the exec is ended with every child, the pod is deleted, and
-  nothing local was touched. Progress (bytes and entries of the total) is the status line
-  on a terminal; a summary line on stderr otherwise when the upload is big; nothing with -q.
+  nothing local was touched. Progress (the mount being sent, its bytes and entries) is the
+  status line on a terminal; a summary line on stderr otherwise when the upload is big;
+  nothing with -q.
 - `FileTransfer.copy_back`: after `main` terminated, `kubectl exec ... -c
   squarepeg-files-back -- sh -c 'touch copying && tar -c ...'` read as a stream by
   tarfile, each entry written locally under SRC (`extract_member`): only new or changed
@@ -28,12 +29,12 @@ import stat
 import tarfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO, TYPE_CHECKING, Any
 
 from kubectl_squarepeg.cluster import kubectl, podstate
 from kubectl_squarepeg.errors import ClusterError, StartupError
-from kubectl_squarepeg.files.upload import Checked, Sent, Source, write_tar
+from kubectl_squarepeg.files.upload import Checked, Sent, Source, progress_line, write_tar
 from kubectl_squarepeg.plan.filehelpers import (
     CONTENT,
     COPIED_COMMAND,
@@ -148,10 +149,7 @@ class FileTransfer:
         began = time.monotonic()
         total = self.checked.total_bytes
         while (code := child.wait(SLICE_SECONDS)) is None:
-            self.console.progress(
-                f"uploading {human_bytes(sent.bytes)} of {human_bytes(total)}, "
-                f"{sent.entries} of {self.checked.entries} entries"
-            )
+            self.console.progress(progress_line(self.checked, sent))
         writer.join(5.0)
         self.console.end_progress()
         for warning in sent.warnings:
@@ -263,7 +261,10 @@ class _PipeWriter:
             os.close(self._fd)
 
     def _progress(self, sent: Sent) -> None:
+        # Read by the main thread's progress line: each field is replaced whole, never
+        # changed in place, so a line shows a value that was true at some instant.
         self._sent.bytes, self._sent.entries = sent.bytes, sent.entries
+        self._sent.source, self._sent.of_source = sent.source, replace(sent.of_source)
 
 
 # -- the local side of the copy-back ------------------------------------------------------

@@ -17,7 +17,7 @@ import pytest
 
 from kubectl_squarepeg.errors import UsageError
 from kubectl_squarepeg.files.ignore import read_rules
-from kubectl_squarepeg.files.upload import check_sources, resolve, write_tar
+from kubectl_squarepeg.files.upload import Sent, check_sources, progress_line, resolve, write_tar
 from kubectl_squarepeg.plan.mounts import BindMount
 
 
@@ -287,3 +287,28 @@ def test_long_names_and_a_symlinked_src_arrive(tmp_path: Path) -> None:
     arrived = out / "1" / "content" / ("d" * 90) / ("e" * 90) / ("f" * 120 + ".txt")
     assert arrived.read_text() == "long"
     assert not (out / "1" / "content").is_symlink()
+
+
+def test_progress_names_the_mount_being_sent_and_counts_within_it(tmp_path: Path) -> None:
+    for name, sizes in (("a", (100, 200)), ("b", (5000,))):
+        (tmp_path / name).mkdir()
+        for number, size in enumerate(sizes):
+            (tmp_path / name / f"f{number}").write_bytes(b"x" * size)
+    binds = (BindMount("./a", "/a"), BindMount("./b", "/b"))
+    checked = check_sources(binds, 1 << 30, cwd=str(tmp_path), home="/")
+    assert (checked.total_bytes, checked.entries) == (5300, 5)  # each root is an entry
+    seen: list[str] = []
+    write_tar(checked, io.BytesIO(),
+              progress=lambda sent: seen.append(progress_line(checked, sent)))
+    assert seen[-1] == "uploading ./b:/b (2 of 2): 4.9 KiB of 4.9 KiB, 2 of 2 entries", seen
+    assert any(line.startswith("uploading ./a:/a (1 of 2): ") and
+               line.endswith("300 bytes of 300 bytes, 3 of 3 entries") for line in seen), seen
+
+
+def test_progress_of_a_single_mount_does_not_number_it(tmp_path: Path) -> None:
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "f").write_bytes(b"y" * 10)
+    checked = check_sources((BindMount("./s", "/x"),), 1 << 30, cwd=str(tmp_path), home="/")
+    assert progress_line(checked, Sent()) == "uploading 0 bytes of 10 bytes, 0 of 2 entries"
+    sent = write_tar(checked, io.BytesIO())
+    assert progress_line(checked, sent) == "uploading ./s:/x: 10 bytes of 10 bytes, 2 of 2 entries"
