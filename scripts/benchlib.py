@@ -1,7 +1,8 @@
-"""What the `bench-*` scripts share: a kubesim of their own, timing, and a counting kubectl.
+"""What the `bench-*` scripts share: a cluster of their own (kubesim, or localkube's real
+control plane and kubelet node), timing, and a counting kubectl.
 
 Not a test helper: benchmarks print numbers measured in one run; they assert nothing. Each
-starts its own simulator in a temporary folder and stops it (and every container it ran)
+starts its own cluster in a temporary folder and stops it (and every container it ran)
 however the benchmark ends.
 """
 
@@ -12,6 +13,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -22,6 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = ROOT / ".venv" / "bin"
 SQUAREPEG = str(VENV_BIN / "kubectl-squarepeg")
 READY_SECONDS = 30.0
+# The first start on a machine builds nothing here (scripts/localkube build does), but
+# the node pulls its images into containerd.
+LOCALKUBE_READY_SECONDS = 180.0
 
 
 @dataclass(frozen=True)
@@ -45,34 +50,56 @@ def kubesim(scenario: str | None = None, *, latency_ms: int = 0) -> Iterator[Sim
     `latency_ms` stands for a remote API server's round trip (kubesim's --latency)."""
     with tempfile.TemporaryDirectory(prefix="squarepeg-bench-") as tmp:
         work = Path(tmp)
-        kubeconfig = work / "kubeconfig"
-        argv = [str(ROOT / "scripts" / "kubesim"), "serve", "--kubeconfig", str(kubeconfig),
-                "--latency", str(latency_ms)]
+        options = ["--latency", str(latency_ms)]
         if scenario is not None:
             (work / "scenario.yaml").write_text(scenario)
-            argv += ["--scenario", str(work / "scenario.yaml")]
-        ready = work / "kubesim.out"
-        with ready.open("wb") as out:
-            sim = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL,
-                                   start_new_session=True)
-        try:
-            deadline = time.monotonic() + READY_SECONDS
-            while not (ready.stat().st_size and kubeconfig.exists()):
-                if sim.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("bench: kubesim did not start")
-                time.sleep(0.05)
-            # As installed for real: bytecode cached (this machine's environment turns that
-            # off, which would make every Python start recompile what changed).
-            base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-            env = {
-                **base,
-                "KUBECONFIG": str(kubeconfig),
-                "KUBECACHEDIR": str(work / "cache"),
-                "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}",
-            }
-            yield Sim(work, env)
-        finally:
-            _stop(sim)
+            options += ["--scenario", str(work / "scenario.yaml")]
+        with _served("kubesim", work, options, READY_SECONDS) as sim:
+            yield sim
+
+
+@contextlib.contextmanager
+def localkube() -> Iterator[Sim]:
+    """Start `scripts/localkube serve` (the real control plane and the kubelet node, built
+    once and cached) in a temporary folder; stop it, and every container, on the way out."""
+    with (tempfile.TemporaryDirectory(prefix="squarepeg-bench-") as tmp,
+          _served("localkube", Path(tmp), ["--node", "kubelet"], LOCALKUBE_READY_SECONDS) as sim):
+        yield sim
+
+
+@contextlib.contextmanager
+def _served(kind: str, work: Path, options: list[str], ready_seconds: float) -> Iterator[Sim]:
+    """`scripts/KIND serve` with `options`, once it has said `ready`."""
+    # A benchmark stopped with SIGTERM (`timeout`, `kill`) still stops its cluster: Python
+    # runs no `finally` for a signal it does not handle, and a localkube left running keeps
+    # a kubelet, containerd and their pods.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    kubeconfig = work / "kubeconfig"
+    out = work / f"{kind}.out"
+    with out.open("wb") as sink:
+        process = subprocess.Popen(
+            [str(ROOT / "scripts" / kind), "serve", "--kubeconfig", str(kubeconfig), *options],
+            stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True)
+    try:
+        deadline = time.monotonic() + ready_seconds
+        while b"ready" not in out.read_bytes() or not kubeconfig.exists():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"bench: {kind} did not start:\n"
+                                 f"{out.read_text(errors='replace')[-2000:]}")
+            time.sleep(0.05)
+        # As installed for real: bytecode cached (this machine's environment turns that
+        # off, which would make every Python start recompile what changed).
+        base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env = {
+            **base,
+            "KUBECONFIG": str(kubeconfig),
+            "KUBECACHEDIR": str(work / "cache"),
+            "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}",
+        }
+        yield Sim(work, env)
+    finally:
+        _stop(process)
 
 
 def _stop(sim: subprocess.Popen[bytes]) -> None:
@@ -80,7 +107,7 @@ def _stop(sim: subprocess.Popen[bytes]) -> None:
         return
     os.killpg(sim.pid, signal.SIGTERM)
     try:
-        sim.wait(15)
+        sim.wait(60)  # localkube stops its node's containers first
     except subprocess.TimeoutExpired:
         os.killpg(sim.pid, signal.SIGKILL)
         sim.wait()
