@@ -241,7 +241,9 @@ class Child:
 
 
 _children: set[Child] = set()
-_children_lock = threading.Lock()
+# Reentrant: a second Ctrl-C ends every child from a signal handler, which runs in the main
+# thread and may have cut in while that thread held this lock (interrupt.py).
+_children_lock = threading.RLock()
 
 
 def _register(child: Child) -> None:

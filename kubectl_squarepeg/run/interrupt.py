@@ -329,8 +329,10 @@ class TwoStageInterrupt:
             self._raise_if_clear(signum, frame)
         else:
             self._pending = False
-            if self._hint is not None:
-                self._hint.cancel()
+            # The hint is not cancelled: this handler can run inside the first one, which
+            # may hold the lock of the hint's Event (`arm`), and taking it again here would
+            # hang the process that Ctrl-C must end (seen in CI under load). The closed
+            # console keeps the hint from being printed.
             for line in self._abandon_messages():
                 self._console.warn(line)
             self._console.close()  # the threads ended next have nothing to add

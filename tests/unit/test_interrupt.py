@@ -120,6 +120,28 @@ def test_before_the_create_was_confirmed_the_second_signal_says_it_may_exist() -
     assert not any("left running" in line for line in lines)
 
 
+def test_a_second_signal_inside_the_first_ones_handler_still_abandons() -> None:
+    # Python runs a handler between bytecodes, so the second Ctrl-C can cut into the first
+    # one's, while it holds the lock of the hint's Event (`arm`). The CI of 6 December hung
+    # there: the second stage cancelled the hint and waited for that lock forever.
+    abandoned = threading.Event()
+    handler = interrupt.TwoStageInterrupt(POD, Console(io.StringIO()), abandon=abandoned.set)
+    hint = interrupt._DelayedLine(Console(io.StringIO()), 100.0, lambda: "still stopping")
+    handler._hint = hint
+
+    def first_then_second_inside_arm() -> None:
+        with contextlib.suppress(Interrupted):
+            handler._handle(signal.SIGINT, None)
+        with hint._armed._cond:  # as inside Event.set
+            handler._handle(signal.SIGINT, None)
+
+    main = threading.Thread(target=first_then_second_inside_arm, daemon=True)
+    main.start()
+    main.join(5.0)
+    assert not main.is_alive()
+    assert abandoned.is_set()
+
+
 def test_a_hangup_first_makes_the_exit_code_129() -> None:
     handler = interrupt.TwoStageInterrupt(POD, Console(io.StringIO()), abandon=lambda: None)
     with pytest.raises(Interrupted, match="SIGHUP"):
