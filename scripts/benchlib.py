@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -65,6 +66,16 @@ def localkube() -> Iterator[Sim]:
     with (tempfile.TemporaryDirectory(prefix="squarepeg-bench-") as tmp,
           _served("localkube", Path(tmp), ["--node", "kubelet"], LOCALKUBE_READY_SECONDS) as sim):
         yield sim
+
+
+def localkube_state(sim: Sim) -> Path | None:
+    """The state folder of the localkube `sim` runs (its logs are under `logs/`), as its
+    serve said it; None for kubesim."""
+    out = sim.work / "localkube.out"
+    if not out.exists():
+        return None
+    found = re.findall(r"state in (\S+)", out.read_text(errors="replace"))
+    return Path(found[-1]) if found else None
 
 
 @contextlib.contextmanager

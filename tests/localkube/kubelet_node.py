@@ -258,11 +258,13 @@ class KubeletNode:
             raise StartError(str(exc)) from exc
         self.address = addresses.node_address
         self.forwarder = ApiForwarder(self.network, self.api_port)
+        # --v=2 logs each "SyncLoop (PLEG)" event: scripts/bench-run dates the kubelet's
+        # relist from it (the largest share of a container's exit to squarepeg's).
         self.kubelet.argv = [
             *self.network.prefix(), str(self.bin / "kubelet"),
             f"--config={self.state / 'kubelet.yaml'}", f"--kubeconfig={self.kubeconfig}",
             f"--root-dir={self.state / 'kubelet'}", f"--cert-dir={self.state / 'kubelet-pki'}",
-            f"--hostname-override={self.node_name}", f"--node-ip={self.address}", "--v=1"]
+            f"--hostname-override={self.node_name}", f"--node-ip={self.address}", "--v=2"]
         self._make_cgroups()
         self._write_configs(str(addresses.pod_subnet))
         self.registry.start()
