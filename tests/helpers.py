@@ -1,8 +1,10 @@
-"""Small helpers shared by the tests: deadline polling instead of sleeps."""
+"""Small helpers shared by the tests: deadline polling instead of sleeps, and stopping a
+squarepeg a test left running."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -11,6 +13,8 @@ from typing import Any, Protocol, TypeVar
 T = TypeVar("T")
 
 POLL_SECONDS = 0.05
+# squarepeg stopped by a signal exits once its delete is accepted (decision 0140).
+STOP_SECONDS = 10.0
 
 
 def wait_until(condition: Callable[[], T], seconds: float, what: str,
@@ -65,3 +69,17 @@ def json_stream(text: str) -> list[Any]:
             return out
         value, i = decoder.raw_decode(text, i)
         out.append(value)
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    """End a squarepeg a test left running (it failed before its end): SIGTERM first, so
+    that squarepeg deletes its pod as a user's `kill` would have it do, and only then
+    SIGKILL, which would leave the pod to its grace period and the next test's teardown."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.communicate(timeout=STOP_SECONDS)  # its pipes, if any, drained meanwhile
+            return
+        except subprocess.TimeoutExpired:
+            process.kill()
+    process.communicate()

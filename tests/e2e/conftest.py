@@ -53,7 +53,7 @@ from tests.conftest import (
     serving,
     start_kubesim,
 )
-from tests.helpers import wait_until
+from tests.helpers import stop_process, wait_until
 
 # Why the tests that count reconnect messages run on kubesim only.
 CLIENT_SIDE_LOG_DROP = (
@@ -196,9 +196,7 @@ class Squarepeg:
 
     def close(self) -> None:
         for process in self._started:
-            if process.poll() is None:
-                process.kill()
-            process.communicate()
+            stop_process(process)
 
 
 LOCALKUBE_SCENARIO_KEYS = frozenset({"images", "options"})

@@ -26,7 +26,7 @@ from tests.e2e.test_interrupt_e2e import (
     kubectl_children_of,
     slow_deletes,
 )
-from tests.helpers import wait_for_terminal_size
+from tests.helpers import stop_process, wait_for_terminal_size
 
 RUN_SECONDS = 120
 # A container's command is PID 1, which ignores a SIGTERM it has no handler for (`cat`, a
@@ -268,9 +268,7 @@ class Terminal:
 
     def close(self) -> None:
         """Once: a second close could hit an fd number that meanwhile is another's."""
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process)
         if self.master >= 0:
             os.close(self.master)
             self.master = -1

@@ -34,6 +34,7 @@ from tests.e2e.conftest import (
     skip_where_the_kubelet_owns_pod_status,
     wait_until,
 )
+from tests.helpers import stop_process
 
 STOP_TIMEOUT = 3
 SLEEPER = ("--stop-timeout", str(STOP_TIMEOUT), "alpine", "sh", "-c", "echo ready; sleep 120")
@@ -90,9 +91,7 @@ class Terminal:
         return time.monotonic() - self.signalled_at
 
     def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process)
         os.close(self.master)
 
 
