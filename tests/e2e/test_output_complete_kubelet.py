@@ -36,6 +36,7 @@ SEQ = b"".join(b"%d\n" % i for i in range(1, 700_001))  # 4,788,895 bytes, 33 MB
 # 3 x 10 MiB of output: base64 (76-column lines) of 24,000,000 random bytes, then the md5 of
 # those bytes, so that the test can tell an exact copy without knowing them in advance.
 RANDOM_BYTES = 24_000_000
+BASE64_COLUMNS = 76
 RANDOM = (f"head -c {RANDOM_BYTES} /dev/urandom > /tmp/r && base64 /tmp/r && "
           "md5sum /tmp/r | cut -d' ' -f1")
 
@@ -63,6 +64,25 @@ def random_complete(done: Finished) -> bool:
     return len(raw) == RANDOM_BYTES and hashlib.md5(raw).hexdigest().encode() == digest
 
 
+def random_head_lost(done: Finished) -> bool:
+    """The base64 run's output is its end only: exit 0, the digest last, every line before
+    it whole (76 columns; the last of them the remainder) but the first, and fewer than all.
+    A gap inside would break a line at its 4096-byte edge (decision 0120)."""
+    if done.code != 0:
+        return False
+    *body, digest = done.stdout.rstrip(b"\n").split(b"\n")
+    if not body or not re.fullmatch(rb"[0-9a-f]{32}", digest):
+        return False
+    full, rest = divmod(RANDOM_BYTES * 4 // 3, BASE64_COLUMNS)
+    if len(body) > full + (1 if rest else 0):
+        return False
+    inner = body[1:-1] if rest else body[1:]
+    return (sum(map(len, body)) < RANDOM_BYTES * 4 // 3
+            and len(body[0]) <= BASE64_COLUMNS
+            and all(len(line) == BASE64_COLUMNS for line in inner)
+            and (not rest or len(body[-1]) == rest))
+
+
 def outcome(done: Finished, complete: bool, whole: bytes | None = None) -> str:
     """How a run ended. With `whole` (the output expected), a silent loss of only the start
     (the output is the end of `whole`, exit 0) is told apart: the head the kubelet rotated
@@ -73,6 +93,8 @@ def outcome(done: Finished, complete: bool, whole: bytes | None = None) -> str:
         return "loss said"
     if (whole is not None and done.code == 0 and done.stdout
             and whole.endswith(done.stdout) and done.stdout != whole):
+        return "HEAD LOSS"
+    if whole is None and random_head_lost(done):
         return "HEAD LOSS"
     return "SILENT LOSS"
 
@@ -100,9 +122,13 @@ def silent_losses(seen: list[tuple[str, int, int, bytes, str]]) -> list[str]:
 # The head rotated away before the kubelet served the first read: the kubelet serves a log
 # only once its own status says running, 0.07 to 1.2 s after the container's first write,
 # and a rotation in that window takes the head with nothing in the API to say so (decision
-# 0270; 1 run in the 60 of the last three CI runs). This many of SEQ_RUNS is the README's
-# limit, not a regression.
+# 0270; 1 run in the 60 of the last three CI runs of the seq test). This many of the seq
+# test's 20 runs is the README's limit, not a regression.
 HEAD_LOSSES_ALLOWED = 2
+# base64 fills the first file faster, and its head went in 2 of 70 runs (the last five CI
+# runs' 50 and 20 by hand on 6 December, 4,670 and 4,272 whole writes of 4096 from the
+# start): at 3 in 100, 3 or fewer of 10 runs hold 99.9% of the time.
+RANDOM_HEAD_LOSSES_ALLOWED = 3
 
 
 @pytest.mark.timeout(60 * SEQ_RUNS + 60)
@@ -120,6 +146,10 @@ def test_seq_700000_twenty_times_in_a_row(squarepeg: Squarepeg) -> None:
 
 @pytest.mark.timeout(90 * RANDOM_RUNS + 60)
 def test_three_rotations_of_random_base64_ten_times(squarepeg: Squarepeg) -> None:
+    """The head can go here too: base64 writes its 47 MB of CRI log in a second or two, and
+    a CI run (6 December) lost the first 19,128,320 bytes (4,670 writes of 4096) of one run
+    in 10, exit 0: whole writes from the very start (the total is no multiple of 4096), the
+    rest intact. random_head_lost tells such a run apart."""
     seen = []
     for _ in range(RANDOM_RUNS):
         done = run(squarepeg, RANDOM, timeout=600)
@@ -127,3 +157,5 @@ def test_three_rotations_of_random_base64_ten_times(squarepeg: Squarepeg) -> Non
                      done.stdout[:12], (done.lines or [""])[-1]))
         print(seen[-1])
     assert not silent_losses(seen), silent_losses(seen)
+    heads = [result for result, *_ in seen if result == "HEAD LOSS"]
+    assert len(heads) <= RANDOM_HEAD_LOSSES_ALLOWED, seen
