@@ -37,6 +37,7 @@ SEQ = b"".join(b"%d\n" % i for i in range(1, 700_001))  # 4,788,895 bytes, 33 MB
 # those bytes, so that the test can tell an exact copy without knowing them in advance.
 RANDOM_BYTES = 24_000_000
 BASE64_COLUMNS = 76
+BASE64_CHARS = RANDOM_BYTES * 4 // 3
 RANDOM = (f"head -c {RANDOM_BYTES} /dev/urandom > /tmp/r && base64 /tmp/r && "
           "md5sum /tmp/r | cut -d' ' -f1")
 
@@ -73,28 +74,31 @@ def random_head_lost(done: Finished) -> bool:
     *body, digest = done.stdout.rstrip(b"\n").split(b"\n")
     if not body or not re.fullmatch(rb"[0-9a-f]{32}", digest):
         return False
-    full, rest = divmod(RANDOM_BYTES * 4 // 3, BASE64_COLUMNS)
+    full, rest = divmod(BASE64_CHARS, BASE64_COLUMNS)
     if len(body) > full + (1 if rest else 0):
         return False
     inner = body[1:-1] if rest else body[1:]
-    return (sum(map(len, body)) < RANDOM_BYTES * 4 // 3
+    return (sum(map(len, body)) < BASE64_CHARS
             and len(body[0]) <= BASE64_COLUMNS
             and all(len(line) == BASE64_COLUMNS for line in inner)
             and (not rest or len(body[-1]) == rest))
 
 
-def outcome(done: Finished, complete: bool, whole: bytes | None = None) -> str:
-    """How a run ended. With `whole` (the output expected), a silent loss of only the start
-    (the output is the end of `whole`, exit 0) is told apart: the head the kubelet rotated
-    away before its first read, which the log API cannot show (docs/decisions/0270)."""
+def seq_head_lost(done: Finished) -> bool:
+    """The seq run's output is the end of SEQ only, with exit 0."""
+    return (done.code == 0 and bool(done.stdout) and SEQ.endswith(done.stdout)
+            and done.stdout != SEQ)
+
+
+def outcome(done: Finished, complete: bool, head_lost: bool) -> str:
+    """How a run ended. A silent loss of only the start (`head_lost`: the test's own reading
+    of its output) is told apart: the head the kubelet rotated away before its first read,
+    which the log API cannot show (docs/decisions/0270)."""
     if complete:
         return "exact"
     if lost_and_said(done):
         return "loss said"
-    if (whole is not None and done.code == 0 and done.stdout
-            and whole.endswith(done.stdout) and done.stdout != whole):
-        return "HEAD LOSS"
-    if whole is None and random_head_lost(done):
+    if head_lost:
         return "HEAD LOSS"
     return "SILENT LOSS"
 
@@ -108,7 +112,10 @@ def run(squarepeg: Squarepeg, command: str, timeout: float) -> Finished:
     return done
 
 
-def silent_losses(seen: list[tuple[str, int, int, bytes, str]]) -> list[str]:
+Seen = tuple[str, int, int, bytes, str]
+
+
+def silent_losses(seen: list[Seen]) -> list[str]:
     """The runs that lost output silently, each with what tells its kind: where the output
     began (a head rotated away before the first request begins past `1\\n`), its size and
     code, and squarepeg's last line. Only these are printed on failure: pytest cuts a long
@@ -131,17 +138,28 @@ HEAD_LOSSES_ALLOWED = 2
 RANDOM_HEAD_LOSSES_ALLOWED = 3
 
 
+def seen_as(done: Finished, complete: bool, head_lost: bool) -> Seen:
+    """What a run is remembered by: how it ended, its size, its code, where its output
+    began, and squarepeg's last line."""
+    return (outcome(done, complete, head_lost), len(done.stdout), done.code, done.stdout[:12],
+            (done.lines or [""])[-1])
+
+
+def assert_no_loss_but_heads(seen: list[Seen],
+                             heads_allowed: int) -> None:
+    assert not silent_losses(seen), silent_losses(seen)
+    heads = [result for result, *_ in seen if result == "HEAD LOSS"]
+    assert len(heads) <= heads_allowed, seen
+
+
 @pytest.mark.timeout(60 * SEQ_RUNS + 60)
 def test_seq_700000_twenty_times_in_a_row(squarepeg: Squarepeg) -> None:
     seen = []
     for _ in range(SEQ_RUNS):
         done = run(squarepeg, "seq 1 700000", timeout=300)
-        seen.append((outcome(done, seq_complete(done), SEQ), len(done.stdout), done.code,
-                     done.stdout[:12], (done.lines or [""])[-1]))
+        seen.append(seen_as(done, seq_complete(done), seq_head_lost(done)))
         print(seen[-1])
-    assert not silent_losses(seen), silent_losses(seen)
-    heads = [result for result, *_ in seen if result == "HEAD LOSS"]
-    assert len(heads) <= HEAD_LOSSES_ALLOWED, seen
+    assert_no_loss_but_heads(seen, HEAD_LOSSES_ALLOWED)
 
 
 @pytest.mark.timeout(90 * RANDOM_RUNS + 60)
@@ -153,9 +171,6 @@ def test_three_rotations_of_random_base64_ten_times(squarepeg: Squarepeg) -> Non
     seen = []
     for _ in range(RANDOM_RUNS):
         done = run(squarepeg, RANDOM, timeout=600)
-        seen.append((outcome(done, random_complete(done)), len(done.stdout), done.code,
-                     done.stdout[:12], (done.lines or [""])[-1]))
+        seen.append(seen_as(done, random_complete(done), random_head_lost(done)))
         print(seen[-1])
-    assert not silent_losses(seen), silent_losses(seen)
-    heads = [result for result, *_ in seen if result == "HEAD LOSS"]
-    assert len(heads) <= RANDOM_HEAD_LOSSES_ALLOWED, seen
+    assert_no_loss_but_heads(seen, RANDOM_HEAD_LOSSES_ALLOWED)
