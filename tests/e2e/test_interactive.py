@@ -169,7 +169,12 @@ def test_one_ctrl_c_during_i_deletes_the_pod_and_exits_130(
     wait_until(lambda: len(kubectl_children_of(str(kubesim.kubeconfig))) >= 2, 30,
                "the log stream's and the attach's kubectl")
     os.killpg(process.pid, signal.SIGINT)
-    out, err = process.communicate(timeout=RUN_SECONDS)
+    # The producer lives on (it ignores SIGINT, or is a terminal): communicate() would close
+    # squarepeg's stdin at once, and cat, ended by that EOF, could be seen finished before
+    # the signal is handled; the pod then has nothing left to terminate and no line says so.
+    process.wait(timeout=RUN_SECONDS)
+    assert process.stdout and process.stderr  # stdin: closed at teardown
+    out, err = process.stdout.read(), process.stderr.read()
     assert process.returncode == 130, err
     said = err.decode().splitlines()
     assert "squarepeg: warning: interrupted (SIGINT): stopping and deleting pod/reader" in said
