@@ -41,9 +41,10 @@ comes) met a rotation. After a clean end within ROTATION_CHECK_SECONDS, that is 
 continuation: the kubelet turns to the next file only at the end of the one it read. After
 a cut (or long after), what the stream did not deliver of the rotated file is gone: the
 follower says where on stderr (line and byte of the output) and sets `lost`, and the runner
-exits 125 unless --keep. What was rotated before the first request, and what containerd
-wrote in the instant between the kubelet's rename and its reopen, cannot be seen missing
-through the API.
+exits 125 unless --keep. What was rotated before the first request cannot be seen missing
+through the API: the runner asks the node's files (loghead.py), for which the follower
+tells it of the first line. What containerd wrote in the instant between the kubelet's
+rename and its reopen is not seen at all.
 """
 
 from __future__ import annotations
@@ -158,6 +159,7 @@ class LogDecoder:
         self._after_cut = False  # the stream before this one failed (see restart)
         self._refusal = b""  # text without a timestamp: the server's, see take_refusal
         self._refusing = False  # inside such a line
+        self._first = b""  # the first line's timestamp (the head check's, loghead.py)
 
     @property
     def resume(self) -> ResumePoint:
@@ -172,6 +174,11 @@ class LogDecoder:
     def emitted(self) -> int:
         """Content bytes returned so far."""
         return self._emitted
+
+    @property
+    def first_timestamp(self) -> bytes:
+        """The timestamp of the first line of output, b"" before it."""
+        return self._first
 
     def take_gap(self) -> Gap | None:
         """The gap the last `feed` found, once (see Gap)."""
@@ -274,6 +281,8 @@ class LogDecoder:
             return None  # the last line's second also occurs earlier, not contiguously
         if first == 0 and second == self._stamp[:_SECOND]:
             in_second += self._count
+        if not self._first:
+            self._first = whole[: whole.index(b" ")]
         self._stamp, self._count, self._partial = stamp, in_second, None
         self._lines += lines
         self._in_line = self._counted = False
@@ -346,6 +355,8 @@ class LogDecoder:
         self._refusal += head[:_REFUSAL_BYTES]
 
     def _begin_line(self, stamp: bytes) -> None:
+        if not self._first:
+            self._first = stamp
         self._in_line = True
         self._counted = True
         self._lines += 1
@@ -503,8 +514,11 @@ class LogFollower:
         clock: Callable[[], float] = time.monotonic,
         logs_command: str | None = None,
         commands: Commands | None = None,
+        on_first_line: Callable[[], None] | None = None,
     ) -> None:
         self._target, self._pod, self._container = target, pod, container
+        # Called once, as the first line arrives (the runner's head check, loghead.py).
+        self._on_first_line = on_first_line
         self._commands = commands or Commands(target)  # for a denial's `auth can-i`
         self._out = out
         self._console = console
@@ -553,6 +567,12 @@ class LogFollower:
         for child in (stream, check):
             if child is not None:
                 child.terminate()
+
+    @property
+    def first_timestamp(self) -> bytes:
+        """The timestamp of the output's first line, b"" while none has come."""
+        with self._write_lock:
+            return self._decoder.first_timestamp
 
     def pod_is_gone(self) -> None:
         """The pod was deleted before its container ended (the run fails with that): what
@@ -733,6 +753,9 @@ class LogFollower:
         with self._write_lock:
             if self._write_failure is None:
                 data = self._decoder.feed(chunk)
+                if self._on_first_line is not None and self._decoder.first_timestamp:
+                    self._on_first_line()
+                    self._on_first_line = None
                 gap = self._decoder.take_gap()
                 if gap is None:
                     self._write(data)

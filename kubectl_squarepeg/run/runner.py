@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from kubectl_squarepeg.plan.ports import PublishedPort
     from kubectl_squarepeg.run import ports, sweep
     from kubectl_squarepeg.run.files import FileTransfer
+    from kubectl_squarepeg.run.loghead import HeadCheck
     from kubectl_squarepeg.terminal import session as terminal
 
 MAIN = podstate.MAIN
@@ -62,6 +63,8 @@ MAIN = podstate.MAIN
 READER_GONE = 128 + 13
 # How long the log stream may take to deliver what the container wrote after it ended.
 LOG_DRAIN_SECONDS = 30.0
+# How long the end waits for the head check's verdict (two requests of the node's files).
+HEAD_CHECK_SECONDS = 15.0
 # How long an attach may have failed before the container's end explains it; after that,
 # a container still waiting for its input will not get it: the run fails (exit 125).
 ATTACH_GRACE_SECONDS = 3.0
@@ -86,6 +89,8 @@ class Follower(Protocol):
     def join(self, timeout: float | None = None) -> bool: ...
     def finish(self, deadline_seconds: float) -> bool: ...
     def pod_is_gone(self) -> None: ...
+    @property
+    def first_timestamp(self) -> bytes: ...  # of the output's first line, b"" before it
 
 
 # --- a rejected create ----------------------------------------------------------------------
@@ -304,6 +309,8 @@ class Run:
         self._container_running = False
         self._grace_seconds: int | None = None
         self._tty_log_out: Any = None  # -t without -i: the log's line ends, converted
+        self._head: HeadCheck | None = None  # whether the log's head was rotated away
+        self._head_lost: str | None = None
         self._files: FileTransfer | None = None  # -v SRC:DST (run/files.py)
         if files_checked is not None:
             from kubectl_squarepeg.run.files import FileTransfer
@@ -423,6 +430,7 @@ class Run:
             self.console,
             logs_command=self.commands.logs("Pod", pod),
             commands=self.commands,
+            on_first_line=self._head.start if self._head is not None else None,
         )
         if not self._container_running:
             # Seen ended at once (a quick container goes from Pending to Succeeded on a real
@@ -537,6 +545,10 @@ class Run:
         if started.type != "DELETED":
             self._container_running = not podstate.has_finished(started.pod)
             self._grace_seconds = podstate.grace_period(started.pod)
+            if not kubectl.switched_off("head-check"):
+                from kubectl_squarepeg.run.loghead import HeadCheck
+
+                self._head = HeadCheck(self.target, started.pod, MAIN)
             self._start_output(pod)
             if self._published and self._container_running:
                 self._start_forwarding(pod)
@@ -552,6 +564,8 @@ class Run:
         if outcome is None:
             raise ReaderGone("stdout was closed by its reader")
         self._container_running = False
+        if self._head is not None:
+            self._head.start()  # now, if no line has come: what it lists is final
         # The exit code is known: a first Ctrl-C from here on lets the output drain and
         # the code be reported, then exits 130 (the shield raises it at its end).
         with self.shields.shield():
@@ -563,6 +577,7 @@ class Run:
                 # The user's only copy of the rest is the pod's log: it stays (unless
                 # someone else deleted it, and the run says so).
                 self._keep_for_output = not outcome.pod_deleted
+            self._hear_head_check(pod)
             if self._tty_log_out is not None:
                 with contextlib.suppress(OSError, ValueError):
                     self._tty_log_out.close()
@@ -587,6 +602,16 @@ class Run:
             self._copy_back(pod, outcome)
             return outcome.exit_code
 
+    def _hear_head_check(self, pod: str) -> None:
+        """Before the delete removes the node's files: whether the output's head was
+        rotated away before the first read (run/loghead.py, docs/decisions/0280)."""
+        if self._head is None or self._logs is None or self._logs.lost is not None:
+            return
+        loss = self._head.verdict(self._logs.first_timestamp, HEAD_CHECK_SECONDS)
+        if loss is not None:
+            self._head_lost = loss.message(pod)
+            self.console.warn(f"{self._head_lost} ({loss.hint(self.commands)})")
+
     def _copy_back(self, pod: str, outcome: podstate.Outcome) -> None:
         """The rw mounts back into SRC (run/files.py); a failed copy exits 125 only when the
         container succeeded, and is a warning otherwise: the exit code stays main's."""
@@ -607,6 +632,7 @@ class Run:
         tell a script that all went well: exit 125, unless the user kept the pod (--keep),
         who then gets the container's code and has been warned (docs/decisions/0120)."""
         lost = self._logs.lost if self._logs is not None else None
+        lost = lost or self._head_lost
         if lost is None or self.plan.options.keep:
             return
         raise ClusterError(

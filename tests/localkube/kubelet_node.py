@@ -23,6 +23,8 @@ pid, so two can run at once):
   give the sandbox oom_score_adj -998);
 - the kubelet (the admin kubeconfig; anonymous access with AlwaysAllow on its port, as the API
   server has no kubelet client certificate; `failCgroupV1: false`, `failSwapOn: false`).
+- its pod logs, kept in the state directory, bound at /var/log/pods while it runs: the
+  kubelet's /logs/ endpoint (nodes/proxy) serves only /var/log.
 `restart` is the node's faults (`ctl restart-kubelet`, `restart-containerd`): one component
 stopped and started again with the same argv, the containers checked alive across it.
 `stop` kills the pods' processes (through the cgroups), deletes containerd's tasks, stops
@@ -60,6 +62,8 @@ from tests.localkube.processes import SERVICE_CIDR, Component, StartError, wait_
 
 CGROUP_MOUNTS = Path("/sys/fs/cgroup")
 CONTAINER_LOG_LINKS = Path("/var/log/containers")
+# Where the kubelet's /logs/ endpoint (nodes/proxy) finds pod logs: it serves /var/log only.
+POD_LOG_VIEW = Path("/var/log/pods")
 CNI_RESULTS = Path("/var/lib/cni/results")
 SANDBOX_IMAGE = "registry.k8s.io/pause:3.10.1"
 BUSYBOX_TAGS: dict[str, tuple[str, ...]] = {
@@ -158,6 +162,16 @@ def kubelet_config(address: str, port: int, healthz_port: int, socket: Path,
     }
 
 
+def top_mount_id(mountinfo: str, point: Path) -> str | None:
+    """The id of the mount that is seen at `point` (the last mounted there), if any."""
+    found = None
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if len(fields) > 4 and fields[4].replace("\\040", " ") == str(point):
+            found = fields[0]
+    return found
+
+
 def mounts_under(mountinfo: str, root: Path) -> list[str]:
     """Mount points at or below `root` in /proc/self/mountinfo's text, deepest first."""
     prefix = str(root).rstrip("/")
@@ -243,6 +257,7 @@ class KubeletNode:
         # Its argv is completed with the node's address in start().
         self.kubelet = Component("kubelet", [], log("kubelet"))
         self._cgroups_made: list[Path] = []
+        self._pod_log_mount: str | None = None  # our bind at /var/log/pods (_show_pod_logs)
 
     def components(self) -> tuple[Component, ...]:
         return (self.registry, self.containerd, self.kubelet)
@@ -267,6 +282,7 @@ class KubeletNode:
             f"--hostname-override={self.node_name}", f"--node-ip={self.address}", "--v=2"]
         self._make_cgroups()
         self._write_configs(str(addresses.pod_subnet))
+        self._show_pod_logs()
         self.registry.start()
         wait_for(self._registry_up, 30, "the registry", self.registry, stopping)
         self._push_images()
@@ -449,6 +465,7 @@ class KubeletNode:
         if self.forwarder is not None:
             self.forwarder.close()
         self._unmount()
+        self._hide_pod_logs()
         self._remove_cgroups()
         self.network.remove()
         self._remove_shared_files(containers)
@@ -494,6 +511,32 @@ class KubeletNode:
                 argv = (entry / "cmdline").read_bytes().split(b"\0")
                 if argv and argv[0].endswith(SHIM.encode()) and marker in argv:
                     os.kill(int(entry.name), signal.SIGKILL)
+
+    def _show_pod_logs(self) -> None:
+        """Our pod logs, bound at /var/log/pods for as long as the node runs, so that the
+        kubelet's /logs/ serves them through nodes/proxy as on a node with the default
+        podLogsDir (squarepeg's head check, kubectl_squarepeg/run/loghead.py). The kubelet
+        itself keeps writing and collecting them in the state directory (kubelet_config).
+        The machine's root mount is private, so the bind is seen nowhere else; a second
+        node's bind covers this one until it ends."""
+        pod_logs = self.state / "pod-logs"
+        pod_logs.mkdir(exist_ok=True)
+        POD_LOG_VIEW.mkdir(parents=True, exist_ok=True)
+        _run(["mount", "--bind", str(pod_logs), str(POD_LOG_VIEW)], "binding the pod logs")
+        with open("/proc/self/mountinfo", encoding="utf-8") as handle:
+            self._pod_log_mount = top_mount_id(handle.read(), POD_LOG_VIEW)
+
+    def _hide_pod_logs(self) -> None:
+        """Undo _show_pod_logs: only our own bind, and only while it is the one on top."""
+        if self._pod_log_mount is None:
+            return
+        with open("/proc/self/mountinfo", encoding="utf-8") as handle:
+            if top_mount_id(handle.read(), POD_LOG_VIEW) == self._pod_log_mount:
+                subprocess.run(["umount", "--lazy", str(POD_LOG_VIEW)], capture_output=True,
+                               stdin=subprocess.DEVNULL)
+        self._pod_log_mount = None
+        with contextlib.suppress(OSError):
+            POD_LOG_VIEW.rmdir()  # when no other node's pods are there
 
     def _unmount(self) -> None:
         with open("/proc/self/mountinfo", encoding="utf-8") as handle:

@@ -97,6 +97,16 @@ def test_mounts_are_undone_deepest_first_and_only_ours() -> None:
         "/tmp/lk/kubelet", "/tmp/lk/with space"]
 
 
+def test_the_mount_seen_at_a_point_is_the_last_made_there() -> None:
+    mountinfo = "\n".join([
+        "40 1 0:25 /tmp/a/pod-logs /var/log/pods rw - ext4 /dev/vda rw",
+        "41 1 0:26 / /var/log/podsx rw - tmpfs tmpfs rw",
+        "42 1 0:25 /tmp/b/pod-logs /var/log/pods rw - ext4 /dev/vda rw",
+    ])
+    assert kubelet_node.top_mount_id(mountinfo, Path("/var/log/pods")) == "42"
+    assert kubelet_node.top_mount_id(mountinfo, Path("/var/log")) is None
+
+
 def test_the_configuration_fits_this_machine() -> None:
     config = kubelet_node.kubelet_config("192.0.2.7", 10250, 10248, Path("/s/c.sock"),
                                          "/localkube-7", Path("/s/pod-logs"))
@@ -310,6 +320,7 @@ def test_a_stopped_kubelet_node_leaves_nothing(tmp_path: Path) -> None:
     """A localkube of the test's own, with a pod running when it is stopped: afterwards no
     process of it, no link, no mount, no cgroup, no state directory are left, nor the files
     the kubelet and libcni write outside it (container log links, cached CNI results)."""
+    views_before = _mount_points().count(str(kubelet_node.POD_LOG_VIEW))
     cluster = Localkube(tmp_path, node="kubelet")
     launcher = cluster.process.pid
     try:
@@ -320,6 +331,7 @@ def test_a_stopped_kubelet_node_leaves_nothing(tmp_path: Path) -> None:
         wait_until(lambda: b"Running" in cluster.kubectl(
             "get", "pod", "left", "-o", "jsonpath={.status.phase}").stdout, 60, "Running")
         assert any(p.startswith(str(state)) for p in _mount_points())
+        assert _mount_points().count(str(kubelet_node.POD_LOG_VIEW)) == views_before + 1
         assert f"lkh{launcher}" in {link["ifname"] for link in _ip("link")}
         assert _shared_files_of(state)  # so the check below can see them
     finally:
@@ -327,6 +339,7 @@ def test_a_stopped_kubelet_node_leaves_nothing(tmp_path: Path) -> None:
     assert not state.exists()
     assert not [p for p in _mount_points() if p.startswith(str(state))]
     assert f"lkh{launcher}" not in {link["ifname"] for link in _ip("link")}
+    assert _mount_points().count(str(kubelet_node.POD_LOG_VIEW)) == views_before
     assert not list(Path("/sys/fs/cgroup").glob(f"*/localkube-{launcher}"))
     assert not _shared_files_of(state)
 
