@@ -1,6 +1,7 @@
-"""No silent loss (docs/decisions/0120): the node's log stream ending cleanly before the end,
-and the node rotating the log under a reader, played by the node's scenario options
-(tests/kubesim/logbook.py: log_follow_end_after_bytes, log_rotate_bytes). Every run ends
+"""No silent loss (docs/decisions/0120, 0280): the node's log stream ending cleanly before the
+end, the node rotating the log under a reader, and the node rotating the output's head away
+before the first read, played by the node's scenario options (tests/kubesim/logbook.py:
+log_follow_end_after_bytes, log_rotate_bytes, log_first_read_delay_seconds). Every run ends
 with the output byte for byte and the container's code, or with the loss said on stderr
 (the line and byte where it is) and exit 125 (the container's code with --keep).
 
@@ -113,7 +114,7 @@ def test_output_rotated_away_during_a_cut_is_reported_with_its_place(
 def test_kubesim_serves_only_the_current_file(kubesim_factory: Any) -> None:
     sim = kubesim_factory({"options": {"log_rotate_bytes": 1000, "log_rotate_seconds": 0}})
     made = sim.kubectl("run", "rot", "--image=alpine", "--restart=Never", "--",
-                       "sh", "-c", "seq 1 2000")
+                       "sh", "-c", "seq 1 2000; sleep 0.3; echo last")
     assert made.returncode == 0, made
     try:
         def done() -> bool:
@@ -122,8 +123,69 @@ def test_kubesim_serves_only_the_current_file(kubesim_factory: Any) -> None:
 
         wait_until(done, 30, "the pod to succeed")
         served = sim.kubectl("logs", "rot").stdout
-        written = b"".join(b"%d\n" % i for i in range(1, 2001))  # 8,893 bytes
-        # The last file only (empty when the last write itself made it rotate).
-        assert len(served) < 2000 and written.endswith(served), served
+        # 8,893 bytes of seq fill the file; the write after the pause finds it over the size
+        # and begins the new one, which alone is served.
+        assert served == b"last\n", served
     finally:
         sim.kubectl("delete", "pod", "rot", "--wait=false")
+
+
+# The node serves a container's log 2 s after the first request (the real kubelet, only once
+# its own status says running) and rotates at every write: `head` is in a rotated file by then.
+HEAD_ROTATED = {"log_rotate_bytes": 1, "log_rotate_seconds": 0, "log_first_read_delay_seconds": 2}
+HEAD_THEN_TAIL = "echo head; sleep 1; echo tail; sleep 2; exit 3"
+
+
+@pytest.mark.kubesim_only(
+    "the late first read is kubesim's scenario option; the real kubelet's is forced by "
+    "test_output_complete_kubelet.py with a kubectl that holds the first log request")
+@pytest.mark.parametrize("node", [HEAD_ROTATED], indirect=True, ids=["head-rotated"])
+@pytest.mark.parametrize("keep", [False, True], ids=["plain", "keep"])
+def test_a_head_rotated_before_the_first_read_is_reported(
+    node: tuple[Any, Squarepeg], keep: bool
+) -> None:
+    sim, runner = node
+    flags = ["--keep", "--name", "kept-head"] if keep else []
+    try:
+        done = runner("run", "--context", sim.context, *flags, "alpine", "sh", "-c",
+                      HEAD_THEN_TAIL, namespaced=False)
+        lost = [line for line in done.lines
+                if "warning: output lost before line 1, byte 0" in line]
+        assert len(lost) == 1, done.lines
+        rotated = re.search(r"`kubectl get --raw (\S+)[^`]*`", lost[0])
+        assert rotated is not None, lost[0]
+        if keep:  # the pod is there: the user can read what did not come
+            read = sim.kubectl("get", "--raw", rotated.group(1))
+            assert re.fullmatch(rb"\S+Z stdout F head\n", read.stdout), read
+    finally:
+        if keep:
+            sim.kubectl("delete", "pod", "kept-head", "-n", "default", "--wait=false")
+    assert (done.code, done.stdout) == (3 if keep else 125, b"tail\n"), done.stderr
+    assert "/proxy/logs/pods/default_" in lost[0] and "containerLogMaxSize" in lost[0]
+    if not keep:
+        assert done.has_line("squarepeg: error: output lost before line 1, byte 0",
+                             "exited with code 3", "--keep"), done.lines
+
+
+# bob may do all a run needs, but not read the node's files (nodes/proxy).
+NO_NODE_FILES = {"options": HEAD_ROTATED, "tokens": {"bob-token": {"user": "bob", "rules": [
+    {"verbs": ["*"], "resources": ["pods", "pods/log", "events", "jobs"],
+     "api_groups": ["", "batch"]}]}}}
+
+
+@pytest.mark.kubesim_only("kubesim's tokens and the late first read are its scenario's")
+def test_without_the_node_files_a_rotated_head_is_the_stated_limit(
+    kubesim_factory: Any, tmp_path: Path
+) -> None:
+    """The check needs `get nodes/proxy`: without it the run is as before the check (the
+    README's limit), with no false alarm and no error of the check's own."""
+    sim = kubesim_factory(NO_NODE_FILES)
+    runner = Squarepeg(sim, "default", tmp_path)
+    try:
+        done = runner("run", "--context", "kubesim-bob", "alpine", "sh", "-c",
+                      HEAD_THEN_TAIL, namespaced=False)
+    finally:
+        runner.close()
+        wait_until(lambda: names(sim, "default") == [], 30, "default to be empty")
+    assert (done.code, done.stdout) == (3, b"tail\n"), done.stderr
+    assert not [line for line in done.lines if "warning" in line or "error" in line], done.lines

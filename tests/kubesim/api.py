@@ -7,7 +7,8 @@ synthetic ADDED of a resourceVersion=0 watch, watching from a list's resourceVer
 timeoutSeconds, ERROR 410 when too old), update, patch (merge, strategic, JSON patch),
 delete with DeleteOptions (graceful pod deletion, a Job's Background/Foreground/Orphan and
 its legacy orphan default, namespace termination), the pod `log` and `eviction`
-subresources, and Table output for kubectl's human printing.
+subresources, and Table output for kubectl's human printing. The node proxy's `/logs/`
+(`nodes/NODE/proxy/logs/...`) is handed to nodelogs.py.
 
 It writes only what an apiserver writes: metadata, spec defaults, the initial status, and
 deletion marks. Everything else in `status` belongs to the cluster half (cluster.py).
@@ -29,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from tests.kubesim import apierrors, defaults, patches, protobuf, tables, validation
+from tests.kubesim import apierrors, defaults, nodelogs, patches, protobuf, tables, validation
 from tests.kubesim.admission import Admission, authorize
 from tests.kubesim.apierrors import ApiError
 from tests.kubesim.logbook import LogBook, LogStreamDropped, parse_timestamp
@@ -135,6 +136,9 @@ class Api:
     # -- entry point ---------------------------------------------------------------------
 
     def handle(self, req: Request) -> Reply | Stream:
+        proxied = nodelogs.match(req.path)
+        if proxied is not None:
+            return nodelogs.serve(self.store, self.logbook, req, *proxied)
         route = parse_route(req.path)
         if route is None:
             raise apierrors.no_such_path()

@@ -91,12 +91,12 @@ class _LogSink:
         self._lock = threading.Lock()
         self._closed = False
 
-    def __call__(self, data: bytes, timestamp: str, moment: Any) -> None:
+    def __call__(self, data: bytes, timestamp: str, moment: Any, stream: str) -> None:
         with self._lock:
             if not self._closed:
                 self._worker.kubelet.logbook.append(
                     self._worker.namespace, self._worker.name, self._container, data,
-                    timestamp=timestamp, moment=moment)
+                    timestamp=timestamp, moment=moment, stream=stream)
 
     def end(self) -> None:
         with self._lock:
@@ -236,7 +236,8 @@ class ContainerRunner:
             if self.worker.stopping.is_set():
                 return
             self.restart_count += 1
-            self.worker.kubelet.logbook.reset(self.worker.namespace, self.worker.name, self.name)
+            self.worker.kubelet.logbook.reset(self.worker.namespace, self.worker.name, self.name,
+                                              restarts=self.restart_count)
 
     def _should_restart(self, terminated: Obj) -> bool:
         if self.worker.stopping.is_set():
@@ -419,5 +420,5 @@ class ContainerRunner:
     def _log_tail(self) -> str:
         data = b"".join(self.worker.kubelet.logbook.read(
             self.worker.namespace, self.worker.name, self.name,
-            tail_lines=TERMINATION_MESSAGE_LINES))
+            tail_lines=TERMINATION_MESSAGE_LINES, request=False))
         return data[-TERMINATION_MESSAGE_BYTES:].decode("utf-8", "replace")

@@ -16,26 +16,47 @@ standing form of that fault: every container's follow streams, open now or later
 after so many bytes, until that container's have been cut so many times. An idle follower yields
 b"" about once a second so the server can notice a client that went away.
 
-Two scenario options (read by the kubelet, `configure`) play what the real kubelet does:
+Three scenario options (read by the kubelet, `configure`) play what the real kubelet does:
 
 - `log_rotate_bytes: N`, `log_rotate_seconds: S` (default 10): the kubelet's log rotation
   (containerLogMaxSize, 10 MiB by default, counted there in CRI lines of about 40 bytes more
   than the content; checked every containerLogMonitorInterval, 10 s). Once the current file
   holds more than N content bytes and S seconds have passed since the last rotation, it is
-  rotated as the next record arrives: what it holds is no longer served to a new reader
-  (`kubectl logs`, a resumed follow), only the new file is. A follower that was reading the
-  rotated file reads it to its end, then its stream ends cleanly: the real kubelet v1.34 ends
-  a follow at a rotation now and then (and otherwise turns to the new file), seen on the real
-  node with `seq 1 700000` (its 4.8 MB of output are 33 MB of CRI log). A record that
-  follows a partial line starts a line of its own in the new file, with its timestamp.
+  rotated as the next record arrives, which begins the new file (so the last write before a
+  pause stays in the current file until more comes): what the rotated file holds is no
+  longer served to a new reader (`kubectl logs`, a resumed follow), only the new file is.
+  A follower that was reading the rotated file reads it to its end, then its stream ends
+  cleanly: the real kubelet v1.34 ends a follow at a rotation now and then (and otherwise
+  turns to the new file), seen on the real node with `seq 1 700000` (its 4.8 MB of output
+  are 33 MB of CRI log). A record that follows a partial line starts a line of its own in
+  the new file, with its timestamp.
 - `log_follow_end_after_bytes: N` with `log_follow_end_times: K` (default 1): each
   container's first K follow streams end cleanly after N bytes, whether it still runs or
   not: the early clean end the real node showed (docs/decisions/0120).
+- `log_first_read_delay_seconds: S` (default 0): a container's first log request (follow or
+  not, any query) waits S seconds before it reads anything; later ones do not wait. The
+  real kubelet serves a container's log only once its own status says running, a second
+  or more after the container's first write: a fast writer's head may be rotated away by
+  then. A restarted container is a new container and waits again; the kubelet's own read
+  (the termination message's tail) is no request and never waits.
+
+The node's files (`node_files`, `node_file`; served as the kubelet's `/logs/` by
+nodelogs.py) are the same records as the files the kubelet keeps under
+/var/log/pods/NS_POD_UID/CONTAINER/: `N.log` (N the restart count) holds the current
+file, what a new reader is served; each rotation leaves `N.log.YYYYMMDD-HHMMSS` behind,
+named by the rotation's time in UTC (the node's zone here): the second of the record whose
+arrival rotated it, or the next free second (`_rotate`); all but the newest rotated file
+are gzipped (`.gz`), and the oldest are deleted beyond containerLogMaxFiles (5, the
+current file included). A file is CRI log: one entry per line, `TIME STREAM TAG CONTENT`,
+TIME in RFC3339Nano (Go's, trailing zeros dropped) and the same instant as the log API's
+timestamp for that line; a record's whole lines are `F` entries and a piece without its
+newline a `P` entry that the next one continues.
 """
 
 from __future__ import annotations
 
 import bisect
+import gzip
 import threading
 import time
 from collections.abc import Iterator
@@ -45,6 +66,8 @@ from datetime import datetime, timedelta, timezone
 HEARTBEAT_SECONDS = 1.0
 # A follower sends at most about this many bytes per chunk it yields.
 CHUNK_BYTES = 1 << 20
+# The kubelet's containerLogMaxFiles: the current file and at most four rotated ones.
+MAX_FILES = 5
 
 
 class LogStreamDropped(Exception):
@@ -71,12 +94,38 @@ def format_timestamp(moment: datetime, nanos: int | None = None) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{ns:09d}Z"
 
 
+def go_rfc3339_nano(timestamp: str) -> str:
+    """A 9-digit log timestamp as Go's RFC3339Nano writes it (what containerd puts in the
+    file): trailing zeros of the fraction dropped, and the dot when nothing is left."""
+    head, dot, rest = timestamp.partition(".")
+    if not dot:
+        return timestamp
+    digits = len(rest) - len(rest.lstrip("0123456789"))
+    fraction = rest[:digits].rstrip("0")
+    return f"{head}.{fraction}{rest[digits:]}" if fraction else head + rest[digits:]
+
+
 @dataclass(slots=True)
 class _Record:
     timestamp: str
     moment: datetime
     data: bytes
     starts_line: bool
+    stream: str = "stdout"  # the pipe it came from, as a CRI entry names it
+
+    def cri_entries(self) -> bytes:
+        """The record as CRI log entries (see the module docstring)."""
+        head = f"{go_rfc3339_nano(self.timestamp)} {self.stream} ".encode()
+        data = self.data
+        cut = data.rfind(b"\n") + 1
+        whole, piece = data[:cut], data[cut:]
+        parts = []
+        if whole:
+            full = head + b"F "
+            parts.append(full + whole[:-1].replace(b"\n", b"\n" + full) + b"\n")
+        if piece:
+            parts.append(head + b"P " + piece + b"\n")
+        return b"".join(parts)
 
     def line_starts(self, offset: int = 0) -> list[int]:
         """Offsets at or after `offset` where a logical line starts in this record; a
@@ -119,8 +168,13 @@ class _Stream:
     file_start: int = 0  # the current file's first record: those before were rotated
     file_bytes: int = 0  # content bytes in the current file
     rotations: list[int] = field(default_factory=list)  # each rotated file's end
+    # Each rotated file's name time, in whole seconds since the epoch (see _rotate).
+    rotation_names: list[int] = field(default_factory=list)
+    gzipped: dict[int, bytes] = field(default_factory=dict)  # rotated file's index -> .gz
     early_ends: int = 0  # follow streams ended early (log_follow_end_after_bytes)
     rotated_at: float = field(default_factory=time.monotonic)  # the container's start, at first
+    restarts: int = 0  # the container's restart count: its files are RESTARTS.log...
+    requested: bool = False  # a log request came (log_first_read_delay_seconds)
 
     def moments(self) -> list[datetime]:
         return [r.moment for r in self.records]
@@ -140,16 +194,20 @@ class LogBook:
         self._rotate_bytes: int | None = None
         self._rotate_seconds = 10.0
         self._early_end: tuple[int, int] | None = None  # (after bytes, times per container)
+        self._first_read_delay = 0.0
+        self._closed = False
 
     def configure(self, options: dict[str, object]) -> None:
         """Read the scenario options of the module docstring."""
         rotate = options.get("log_rotate_bytes")
         after = options.get("log_follow_end_after_bytes")
         times = options.get("log_follow_end_times", 1)
+        delay = float(str(options.get("log_first_read_delay_seconds", 0)))
         with self._cond:
             self._rotate_bytes = int(str(rotate)) if rotate else None
             self._rotate_seconds = float(str(options.get("log_rotate_seconds", 10)))
             self._early_end = (int(str(after)), int(str(times))) if after else None
+            self._first_read_delay = max(0.0, delay)
 
     def _stream(self, key: Key) -> _Stream:
         stream = self._streams.get(key)
@@ -158,27 +216,44 @@ class LogBook:
         return stream
 
     def append(self, namespace: str, pod: str, container: str, data: bytes, *,
-               timestamp: str, moment: datetime | None = None) -> None:
+               timestamp: str, moment: datetime | None = None, stream: str = "stdout") -> None:
         """Add one record (see the module docstring for what a record is). `moment` is the
-        parsed `timestamp`, when the caller has it."""
+        parsed `timestamp`, when the caller has it; `stream` is stdout or stderr."""
         if not data:
             return
         if moment is None:
             moment = parse_timestamp(timestamp)
         with self._cond:
-            stream = self._stream((namespace, pod, container))
-            previous = stream.records[-1] if stream.records else None
+            log = self._stream((namespace, pod, container))
+            if self._rotate_bytes is not None and log.file_bytes > self._rotate_bytes \
+                    and time.monotonic() - log.rotated_at >= self._rotate_seconds:
+                self._rotate(log, moment)
+            previous = log.records[-1] if log.records else None
             starts = previous is None or previous.data.endswith(b"\n") \
-                or len(stream.records) == stream.file_start
-            stream.records.append(_Record(timestamp, moment, data, starts))
-            stream.file_bytes += len(data)
-            if self._rotate_bytes is not None and stream.file_bytes > self._rotate_bytes \
-                    and time.monotonic() - stream.rotated_at >= self._rotate_seconds:
-                stream.rotated_at = time.monotonic()
-                stream.file_start = len(stream.records)
-                stream.rotations.append(stream.file_start)
-                stream.file_bytes = 0
+                or len(log.records) == log.file_start
+            log.records.append(_Record(timestamp, moment, data, starts, stream))
+            log.file_bytes += len(data)
             self._cond.notify_all()
+
+    @staticmethod
+    def _rotate(stream: _Stream, moment: datetime) -> None:
+        """Rotate the current file as a record written at `moment` arrives (it goes to the
+        new file): the file holds every record before it."""
+        stream.rotated_at = time.monotonic()
+        stream.file_start = len(stream.records)
+        stream.rotations.append(stream.file_start)
+        stream.file_bytes = 0
+        # The file is named after the rotation's second. The kubelet rotates at most every
+        # 10 s and never meets a name twice; rotations here can come faster, so a name
+        # already used moves on to the next unused second: names stay unique and in
+        # rotation order, a little ahead of the clock only while rotations come that fast.
+        second = int(moment.timestamp())
+        if stream.rotation_names and second <= stream.rotation_names[-1]:
+            second = stream.rotation_names[-1] + 1
+        stream.rotation_names.append(second)
+        oldest_kept = len(stream.rotations) - (MAX_FILES - 1)
+        for deleted in [index for index in stream.gzipped if index < oldest_kept]:
+            del stream.gzipped[deleted]  # the node deleted that file: nobody reads it again
 
     def end(self, namespace: str, pod: str, container: str) -> None:
         """The container exited: followers send what is left and finish cleanly."""
@@ -186,13 +261,17 @@ class LogBook:
             self._stream((namespace, pod, container)).ended = True
             self._cond.notify_all()
 
-    def reset(self, namespace: str, pod: str, container: str) -> None:
-        """A restart: the new container's log starts empty; followers of the old one end."""
+    def reset(self, namespace: str, pod: str, container: str,
+              restarts: int | None = None) -> None:
+        """A restart: the new container's log starts empty; followers of the old one end.
+        `restarts` is the new container's restart count (else one more than the old's)."""
         with self._cond:
             old = self._streams.get((namespace, pod, container))
             if old is not None:
                 old.ended = True
-            self._streams[(namespace, pod, container)] = _Stream()
+            if restarts is None:
+                restarts = old.restarts + 1 if old is not None else 1
+            self._streams[(namespace, pod, container)] = _Stream(restarts=restarts)
             self._cond.notify_all()
 
     def remove(self, namespace: str, pod: str) -> None:
@@ -208,6 +287,7 @@ class LogBook:
     def close(self) -> None:
         """End every follower cleanly (the server is shutting down)."""
         with self._cond:
+            self._closed = True
             for stream in self._streams.values():
                 stream.ended = True
             self._cond.notify_all()
@@ -271,20 +351,73 @@ class LogBook:
             stream = self._streams.get((namespace, pod, container))
             return bool(stream and stream.records)
 
+    def node_files(self, namespace: str, pod: str, container: str) -> list[str] | None:
+        """The names of the container's files on the node (see the module docstring), or
+        None when its log has not begun (no record, no read, no end yet)."""
+        with self._cond:
+            stream = self._streams.get((namespace, pod, container))
+            if stream is None:
+                return None
+            current = f"{stream.restarts}.log"
+            return [current] + [name for name, _index in self._rotated_files(stream)]
+
+    def node_file(self, namespace: str, pod: str, container: str, name: str) -> bytes | None:
+        """One of `node_files`' files as the node holds it (gzip bytes for a `.gz`), or None
+        when there is no such file."""
+        with self._cond:
+            stream = self._streams.get((namespace, pod, container))
+            if stream is None:
+                return None
+            if name == f"{stream.restarts}.log":
+                return self._cri_file(stream, stream.file_start, len(stream.records))
+            index = dict(self._rotated_files(stream)).get(name)
+            if index is None:
+                return None
+            data = self._cri_file(stream, stream.rotations[index - 1] if index else 0,
+                                  stream.rotations[index])
+            if not name.endswith(".gz"):
+                return data
+            packed = stream.gzipped.get(index)
+            if packed is None:
+                # A rotated file, once compressed, no longer changes: pack it once.
+                packed = stream.gzipped[index] = gzip.compress(data, mtime=0)
+            return packed
+
+    @staticmethod
+    def _rotated_files(stream: _Stream) -> list[tuple[str, int]]:
+        """(name, index in stream.rotations) of the rotated files the node keeps, oldest
+        first: the newest MAX_FILES - 1, all but the newest gzipped."""
+        count = len(stream.rotations)
+        kept = range(max(0, count - (MAX_FILES - 1)), count)
+        files = []
+        for index in kept:
+            stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(stream.rotation_names[index]))
+            suffix = "" if index == count - 1 else ".gz"
+            files.append((f"{stream.restarts}.log.{stamp}{suffix}", index))
+        return files
+
+    @staticmethod
+    def _cri_file(stream: _Stream, first: int, end: int) -> bytes:
+        return b"".join(record.cri_entries() for record in stream.records[first:end])
+
     def read(self, namespace: str, pod: str, container: str, *,
              since_time: datetime | None = None, since_seconds: float | None = None,
              follow: bool = False, timestamps: bool = False,
-             tail_lines: int | None = None) -> Iterator[bytes]:
+             tail_lines: int | None = None, request: bool = True) -> Iterator[bytes]:
         """The log as the kubelet serves it. Not following, the iterator yields what is there
         and ends. Following, it then waits for more until the container ends; the fault
-        raises LogStreamDropped from it."""
+        raises LogStreamDropped from it. `request` is False for the kubelet's own read,
+        which log_first_read_delay_seconds never holds back."""
         key = (namespace, pod, container)
-        cutoff = since_time
-        if since_seconds is not None:
-            by_seconds = datetime.now(timezone.utc) - timedelta(seconds=since_seconds)
-            cutoff = by_seconds if cutoff is None else max(cutoff, by_seconds)
         with self._cond:
             stream = self._stream(key)
+            if request and not stream.requested:
+                stream.requested = True
+                self._wait_unless_closed(self._first_read_delay)
+            cutoff = since_time
+            if since_seconds is not None:
+                by_seconds = datetime.now(timezone.utc) - timedelta(seconds=since_seconds)
+                cutoff = by_seconds if cutoff is None else max(cutoff, by_seconds)
             start = self._start(stream, cutoff, tail_lines)
             follower = _Follower(file_start=stream.file_start)
             if follow:
@@ -300,6 +433,16 @@ class LogBook:
             with self._cond:
                 if follower in stream.followers:
                     stream.followers.remove(follower)
+
+    def _wait_unless_closed(self, seconds: float) -> None:
+        """Wait `seconds` with the condition released (the caller holds it), or until the
+        book is closed (the server shuts down)."""
+        deadline = time.monotonic() + seconds
+        while not self._closed:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self._cond.wait(left)
 
     @staticmethod
     def _file_end(stream: _Stream, follower: _Follower) -> int | None:

@@ -13,7 +13,7 @@ Output: one reader thread per container reads both pipes with large `os.read` ca
 pipes are enlarged to 1 MiB), timestamps each read once (RFC3339Nano, UTC, 9 digits) and
 splits the bytes per stream into records: the complete lines of a read, a 16 KiB piece of a
 line that is longer than that (CRI's partial records), and the final partial line at exit.
-stdout and stderr are split separately, as CRI does.
+stdout and stderr are split separately, as CRI does, and each record names its stream.
 
 Input and attach: a container with `stdin: true` reads a pipe the simulator holds open (with
 `tty: true`, a pty, see ttys.py) until an attach session closes it; every read of its output
@@ -51,7 +51,8 @@ _F_SETPIPE_SZ = 1031
 # pipes to close (a process that escaped the group may hold them open).
 DRAIN_SECONDS = 2.0
 
-OutputSink = Callable[[bytes, str, datetime], None]
+# (record, timestamp, its datetime, "stdout" or "stderr")
+OutputSink = Callable[[bytes, str, datetime, str], None]
 
 
 def rfc3339_nano(ns: int) -> tuple[str, datetime]:
@@ -345,6 +346,8 @@ class ContainerProcess:
 
     def _pump(self) -> None:
         splitters = {fd: LineSplitter() for fd in self._fds}
+        names = {fd: "stderr" if stream == STDERR else "stdout"
+                 for fd, stream in self._fds.items()}
         selector = selectors.DefaultSelector()
         for fd in self._fds:
             selector.register(fd, selectors.EVENT_READ)
@@ -365,12 +368,12 @@ class ContainerProcess:
                         chunk = b""
                     if not chunk:
                         selector.unregister(fd)
-                        self._emit(splitters[fd].flush())
+                        self._emit(splitters[fd].flush(), names[fd])
                         continue
                     self._fan_out(self._fds[fd], chunk)
-                    self._emit(splitters[fd].feed(chunk))
-            for splitter in splitters.values():
-                self._emit(splitter.flush())
+                    self._emit(splitters[fd].feed(chunk), names[fd])
+            for fd, splitter in splitters.items():
+                self._emit(splitter.flush(), names[fd])
         except Exception:  # pragma: no cover - a bug here must not kill the kubelet
             import traceback
             traceback.print_exc(file=sys.stderr)
@@ -400,7 +403,7 @@ class ContainerProcess:
         for listener in listeners:
             listener.ended()
 
-    def _emit(self, records: list[bytes]) -> None:
+    def _emit(self, records: list[bytes], stream: str) -> None:
         if not records:
             return
         if self.tty:
@@ -410,7 +413,7 @@ class ContainerProcess:
             records = [record.replace(b"\r\n", b"\n") for record in records]
         timestamp, moment = rfc3339_nano(time.time_ns())
         for record in records:
-            self._sink(record, timestamp, moment)
+            self._sink(record, timestamp, moment, stream)
 
 
 def scan_processes() -> Iterator[tuple[int, str, int]]:

@@ -25,7 +25,8 @@ no admission rules. Every key is optional:
     persistentvolumeclaims: {default: [data]}
     options: {crash_backoff_seconds: 1.0}  # free-form knobs the cluster side documents
     # (cluster.py's table; the node's logs: log_rotate_bytes, log_rotate_seconds,
-    #  log_follow_end_after_bytes, log_follow_end_times, in logbook.py's docstring)
+    #  log_follow_end_after_bytes, log_follow_end_times, log_first_read_delay_seconds,
+    #  in logbook.py's docstring)
 """
 
 from __future__ import annotations
