@@ -632,9 +632,11 @@ def reference(kind: str, name: str, namespace: str) -> bytes:
     return json.dumps(doc).encode("utf-8")
 
 
-def delete(target: Target, kind: str, name: str) -> Result:
-    """Delete without waiting and without minding a 404; a Job takes its pods with it."""
-    return run(["delete", kind.lower(), name, *_delete_args(kind)], target)
+def delete(target: Target, kind: str, name: str, grace_seconds: int | None = None) -> Result:
+    """Delete without waiting and without minding a 404; a Job takes its pods with it. The
+    object's own grace period unless `grace_seconds` is given."""
+    grace = [] if grace_seconds is None else [f"--grace-period={grace_seconds}"]
+    return run(["delete", kind.lower(), name, *_delete_args(kind), *grace], target)
 
 
 def list_runs(target: Target, selector: str, *, timeout: float | None = None) -> Result:

@@ -13,6 +13,9 @@ stopped early (a signal, a closed pipe) exits once the delete is accepted and sa
 pod is terminating and for how long at most, since a PID 1 without a SIGTERM handler (a
 shell) keeps it for its whole grace period (docs/decisions/0140-stop-exits-promptly.md); a
 create refused because the name's pod is still terminating says for how long (0141).
+A pod deleted before its upload of `-v` files completed is given one second instead: `main`
+cannot have started, and the upload helper's SIGTERM may come before its shell's trap
+(docs/decisions/0290-a-stop-during-the-upload.md).
 
 The orphan sweep starts on its own thread once the output streams (or, if the container
 never started, at cleanup), provided the create succeeded (a create that failed has
@@ -186,6 +189,9 @@ BEING_DELETED = "object is being deleted"
 # deletion once the container is stopped (0.17 s measured on the real node for a finished
 # pod; a second or two more at the end of a grace period).
 CONFIRM_SLACK_SECONDS = 5
+# The grace period of a pod deleted before its upload completed (0290); kubectl itself
+# turns 0 into 1 unless the delete is forced, which would not wait for the kubelet.
+BEFORE_MAIN_GRACE_SECONDS = 1
 
 
 def terminating_refusal(
@@ -312,6 +318,8 @@ class Run:
         self._head: HeadCheck | None = None  # whether the log's head was rotated away
         self._head_lost: str | None = None
         self._files: FileTransfer | None = None  # -v SRC:DST (run/files.py)
+        # Until the upload has completed, `main` waits in the pod (the helper's flags).
+        self._main_held = files_checked is not None
         if files_checked is not None:
             from kubectl_squarepeg.run.files import FileTransfer
 
@@ -527,6 +535,7 @@ class Run:
             helper_pod = self._files.wait_for_helper(self._watch, self.plan.options.timeout)
             if helper_pod is not None:
                 self._files.upload(helper_pod)
+            self._main_held = False
         reporter = watch.EventReporter(self.console, self._events)
         started = watch.wait_for_start(
             self._watch,
@@ -721,8 +730,10 @@ class Run:
         """The plain delete, tried again while the API server cannot be reached. The pauses
         are not shielded: a second Ctrl-C still abandons the cleanup at once."""
         waited, pause = 0.0, CREATE_RETRY_FIRST_PAUSE
+        held_pod = self._main_held and self.plan.kind == "Pod"
+        grace = BEFORE_MAIN_GRACE_SECONDS if held_pod else None
         while True:
-            result = kubectl.delete(self.target, self.plan.kind, self.plan.name)
+            result = kubectl.delete(self.target, self.plan.kind, self.plan.name, grace)
             if result.ok or not unreachable(result) or waited >= DELETE_RETRY_SECONDS:
                 return result
             time.sleep(pause)

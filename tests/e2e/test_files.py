@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import select
 import stat
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -145,8 +147,34 @@ def test_ctrl_c_during_the_upload_leaves_nothing_behind(
         return got.returncode == 0 and bool(got.stdout.strip())
 
     wait_until(helper_running, 60, "the upload helper to run")
-    term.ctrl_c()
-    assert term.wait() == 130, term.stderr()
-    assert "interrupted (SIGINT)" in term.stderr()
-    wait_until(lambda: names(kubesim, namespace, "pods") == [], 30, "the pod to go")
+    # The delete's grace period, as the pod's watch shows it: `main` has not started, and
+    # a SIGTERM that comes before the helper's trap is dropped (PID 1), so the pod's own
+    # 300 s would keep it that long (decision 0290).
+    graces = subprocess.Popen(
+        ["kubectl", "get", "pod", "upload-stop", "-n", namespace, "--watch", "-o",
+         "jsonpath={.metadata.deletionGracePeriodSeconds}{' '}"],
+        env=kubesim.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )
+    seen = b""
+    try:
+        assert graces.stdout is not None
+        # Its first line (the pod as listed) before the Ctrl-C: a pod gone at once must
+        # not be missed by a watch that connects late.
+        ready, _, _ = select.select([graces.stdout], [], [], 20)
+        assert ready, "the pod's watch did not list it within 20s"
+        seen += os.read(graces.stdout.fileno(), 4096)
+        term.ctrl_c()
+        assert term.wait() == 130, term.stderr()
+        assert "interrupted (SIGINT)" in term.stderr()
+        try:
+            wait_until(lambda: names(kubesim, namespace, "pods") == [], 30, "the pod to go")
+        except AssertionError as gone_too_late:
+            left = kubesim.kubectl("get", "pods", "-n", namespace, "-o", "yaml").stdout
+            raise AssertionError(f"{gone_too_late}; squarepeg said {term.stderr()!r}; "
+                                 f"left: {left.decode(errors='replace')}") from None
+    finally:
+        graces.terminate()
+        seen += graces.communicate(timeout=10)[0]
+    # 1 as squarepeg asked; then 0 on a real node, the kubelet's own final delete.
+    assert b"1" in seen.split() and set(seen.split()) <= {b"1", b"0"}, seen
     assert sorted(p.name for p in big.iterdir()) == before
