@@ -72,6 +72,12 @@ def test_a_rotation_that_ends_the_follow_loses_nothing(node: tuple[Any, Squarepe
 
 
 ROTATE_AT_ONCE = {"log_rotate_bytes": 300_000, "log_rotate_seconds": 0}
+# kubesim rotates as a read of the container's pipe (up to 1 MiB) arrives and finds the file
+# full, so one fast `seq` may come in two reads and never be rotated. Two bursts, each over
+# the rotation size, are two reads at least: the file holding the cut is rotated by the
+# second, 0.2 s later, before the resume (0.5 s after the cut and a kubectl start).
+HALF = LINES // 2
+BURSTS_WRITER = f"sleep 3; seq 1 {HALF}; sleep 0.2; seq {HALF + 1} {LINES}; exit 3"
 
 
 @pytest.mark.kubesim_only(
@@ -85,12 +91,12 @@ def test_output_rotated_away_during_a_cut_is_reported_with_its_place(
 ) -> None:
     sim, runner = node
     # Every container's first follow stream is cut early; by the resume (0.5 s later) the
-    # output is written and rotated several times: the rotated files are not served.
+    # output is written and rotated: the rotated files are not served.
     sim.ctl("drop-logs", "--after-bytes", "100000", "--times", "1")
     flags = ["--keep", "--name", "kept-rotated"] if keep else []
     try:
-        done = runner("run", "--context", sim.context, *flags, "alpine", "sh", "-c", WRITER,
-                      namespaced=False)
+        done = runner("run", "--context", sim.context, *flags, "alpine", "sh", "-c",
+                      BURSTS_WRITER, namespaced=False)
     finally:
         if keep:
             sim.kubectl("delete", "pod", "kept-rotated", "-n", "default", "--wait=false")
@@ -112,7 +118,8 @@ def test_output_rotated_away_during_a_cut_is_reported_with_its_place(
 
 
 def test_kubesim_serves_only_the_current_file(kubesim_factory: Any) -> None:
-    sim = kubesim_factory({"options": {"log_rotate_bytes": 1000, "log_rotate_seconds": 0}})
+    # 1 byte: whatever reads seq's output comes in, the file is full after each of them.
+    sim = kubesim_factory({"options": {"log_rotate_bytes": 1, "log_rotate_seconds": 0}})
     made = sim.kubectl("run", "rot", "--image=alpine", "--restart=Never", "--",
                        "sh", "-c", "seq 1 2000; sleep 0.3; echo last")
     assert made.returncode == 0, made
@@ -123,8 +130,8 @@ def test_kubesim_serves_only_the_current_file(kubesim_factory: Any) -> None:
 
         wait_until(done, 30, "the pod to succeed")
         served = sim.kubectl("logs", "rot").stdout
-        # 8,893 bytes of seq fill the file; the write after the pause finds it over the size
-        # and begins the new one, which alone is served.
+        # The write after the pause finds the file over the size and begins the new one,
+        # which alone is served.
         assert served == b"last\n", served
     finally:
         sim.kubectl("delete", "pod", "rot", "--wait=false")
