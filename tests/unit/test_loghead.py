@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from kubectl_squarepeg.run.logdecoder import LogDecoder
 from kubectl_squarepeg.run.loghead import first_entry_stamp, rotated_files, stamp_nanos
-from kubectl_squarepeg.run.logs import LogDecoder
 
 # What Go's http.FileServer lists for a directory, as the kubelet's /logs/ serves it.
 LISTING = """<!doctype html>

@@ -12,14 +12,9 @@ import pytest
 
 from kubectl_squarepeg.cluster import kubectl
 from kubectl_squarepeg.cluster.kubectl import log_request
-from kubectl_squarepeg.run import logs
-from kubectl_squarepeg.run.logs import (
-    Backoff,
-    LogDecoder,
-    LogFollower,
-    ResumePoint,
-    retryable,
-)
+from kubectl_squarepeg.run import logdecoder
+from kubectl_squarepeg.run.logdecoder import LogDecoder, ResumePoint
+from kubectl_squarepeg.run.logs import Backoff, LogFollower, retryable
 from kubectl_squarepeg.terminal.console import Console
 
 
@@ -164,7 +159,7 @@ BIG_SAMPLE: list[Line] = [
 
 def test_big_chunks_decode_as_line_by_line_does() -> None:
     data = render(BIG_SAMPLE)
-    assert len(data) > 20 * logs._BULK_MIN_BYTES
+    assert len(data) > 20 * logdecoder._BULK_MIN_BYTES
     for size in (4096, 5000, 65536, len(data)):
         decoder = LogDecoder()
         chunks = [data[i : i + size] for i in range(0, len(data), size)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_squarepeg.run.logs import LogDecoder
+from kubectl_squarepeg.run.logdecoder import LogDecoder
 
 LINES = [f"2026-12-04T16:52:01.{n:09d}Z line {n}\n".encode() for n in range(3)]
 
