@@ -43,12 +43,14 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO, Protocol
+from typing import BinaryIO
 
 from kubectl_squarepeg.cluster import kubectl
 from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.errors import SquarepegError
+from kubectl_squarepeg.run import logstream
 from kubectl_squarepeg.run.logdecoder import Gap, LogDecoder
+from kubectl_squarepeg.run.logstream import Backoff, StartStream, Stream, retryable
 from kubectl_squarepeg.terminal.console import Console
 
 # A pipe holds 64 KiB; reading more at once lets a fast stream arrive in fewer, larger chunks.
@@ -61,44 +63,6 @@ ROTATION_CHECK_SECONDS = 10.0
 # this long for its answer.
 _PROBE_LINE_BYTES = 64 * 1024
 _PROBE_SECONDS = 10.0
-# kubectl's complaints that another attempt cannot fix.
-_FINAL = ("forbidden", "unauthorized", "must be logged in", "not found")
-
-
-@dataclass(frozen=True)
-class Backoff:
-    """When to reconnect, and when to give up."""
-
-    attempts: int = 5  # reconnects in a row without progress
-    first_seconds: float = 0.5  # the first wait; each next one doubles
-    max_seconds: float = 8.0
-    # A stream that stayed up this long counts as progress even if the container was silent,
-    # so a proxy that closes idle streams now and then never exhausts the attempts.
-    stable_seconds: float = 10.0
-
-    def delay(self, attempt: int) -> float:
-        return float(min(self.max_seconds, self.first_seconds * 2 ** (attempt - 1)))
-
-
-class Stream(Protocol):
-    """What the follower needs of a running log stream (a kubectl.Child)."""
-
-    @property
-    def stderr(self) -> bytes: ...
-    def wait(self, timeout: float | None = None) -> int | None: ...
-    def terminate(self) -> None: ...
-
-
-StartStream = Callable[[Sequence[str], Callable[[bytes], None]], Stream]
-
-
-def retryable(reason: str) -> bool:
-    """Whether another attempt may succeed where kubectl failed with `reason`.
-
-    A container still starting (400 "is waiting to start") is retryable: it will start.
-    """
-    lowered = reason.lower()
-    return not any(word in lowered for word in _FINAL)
 
 
 class LogFollower:
@@ -301,7 +265,7 @@ class LogFollower:
                 attempt = 0
             # A clean end before finish() is most likely the container's own end, seen
             # before the runner saw the pod's phase: wait for finish() instead of a retry.
-            reason = None if code == 0 else refusal or _reason(stream, code)
+            reason = None if code == 0 else refusal or logstream.reason(stream, code)
             if reason is not None and not retryable(reason):
                 self._give_up(reason)
                 return
@@ -527,6 +491,3 @@ _REFUSED = -1  # the exit code the follower gives a stream that carried the kube
 def _is_reader_gone(failure: Exception) -> bool:
     return isinstance(failure, BrokenPipeError) or getattr(failure, "errno", None) == errno.EPIPE
 
-
-def _reason(stream: Stream, code: int) -> str:
-    return kubectl.Result((), code, b"", stream.stderr).error_text

@@ -14,7 +14,8 @@ from kubectl_squarepeg.cluster import kubectl
 from kubectl_squarepeg.cluster.kubectl import log_request
 from kubectl_squarepeg.run import logdecoder
 from kubectl_squarepeg.run.logdecoder import LogDecoder, ResumePoint
-from kubectl_squarepeg.run.logs import Backoff, LogFollower, retryable
+from kubectl_squarepeg.run.logs import LogFollower
+from kubectl_squarepeg.run.logstream import Backoff, retryable
 from kubectl_squarepeg.terminal.console import Console
 
 
