@@ -18,9 +18,8 @@ once the container's end is known (`finish()`), every request is a plain read (n
 from the resume point, repeated until one brings nothing new; only that ends the follower.
 Which kind a request is, is decided just before it starts: one sent after the end was known
 reads a log that no longer changes, so a quick container's first request can be the proof.
-The cheap check (the log's last line, `tailLines=1`, compared with the last line written) is
-made once, after a stream that brought output ended cleanly and the end is known. Starting
-it beside a stream still open at the end was measured and dropped (decision 0200).
+The cheap check (logcheck.py: the log's last line compared with the last line written) is
+made once, after a stream that brought output ended cleanly and the end is known.
 
 Rotation. The kubelet renames a container's log file once it exceeds containerLogMaxSize
 (10 MiB of CRI log by default, about 40 bytes a line more than the output), looking every
@@ -42,13 +41,12 @@ import errno
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import BinaryIO
 
 from kubectl_squarepeg.cluster import kubectl
 from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.errors import SquarepegError
-from kubectl_squarepeg.run import logstream
+from kubectl_squarepeg.run import logcheck, logstream
 from kubectl_squarepeg.run.logdecoder import Gap, LogDecoder
 from kubectl_squarepeg.run.logstream import Backoff, StartStream, Stream, retryable
 from kubectl_squarepeg.terminal.console import Console
@@ -59,10 +57,6 @@ READ_BYTES = 128 * 1024
 # it rotates a container's log at most once in that time: a resume within it meets at most
 # the one rotation that ended the stream before (see "Rotation").
 ROTATION_CHECK_SECONDS = 10.0
-# The cheap check at the end compares a last line of at most this many bytes, and waits
-# this long for its answer.
-_PROBE_LINE_BYTES = 64 * 1024
-_PROBE_SECONDS = 10.0
 
 
 class LogFollower:
@@ -132,7 +126,7 @@ class LogFollower:
         self._ended_at = clock()  # when the last stream ended
         self._written = 0
         self._tail = b""  # the end of what was written: its last line, for the cheap check
-        self._check: _Check | None = None  # the cheap check, once the container has ended
+        self._check: logcheck.Check | None = None  # the cheap check, once the container has ended
         self._write_failure: Exception | None = None
         self._thread = threading.Thread(target=self._follow, name=f"logs-{pod}", daemon=True)
 
@@ -376,67 +370,34 @@ class LogFollower:
             self._write_failure = exc
             return
         self._written += len(data)
-        self._tail = (self._tail + data)[-_PROBE_LINE_BYTES:]
+        self._tail = logcheck.keep_tail(self._tail, data)
 
     def _start_check(self) -> None:
-        """Start the cheap check (docs/decisions/0120): one request for the log's last line
-        (`tailLines=1`), made only once the container's end is known, so that its answer is
-        the log's final last line. Once per follower; `_check_says_complete` reads it."""
-        answer: list[bytes] = []
-        check = _Check(answer, self._clock())
+        """Start the cheap check (logcheck.py): one request for the log's last line, made
+        only once the container's end is known, so that its answer is the log's final last
+        line. Once per follower; `_check_says_complete` reads it."""
+        check = logcheck.Check(self._clock())
         self._check = check
-        namespace = self._target.namespace or kubectl.DEFAULT_NAMESPACE
-        request = kubectl.log_request(
-            namespace, self._pod, self._container, None, follow=False, tail=1
-        )
+        request = logcheck.request(self._target, self._pod, self._container)
         with self._lock:
             if self._stopped:
                 return
             try:
-                check.child = self._start(["get", "--raw", request], answer.append)
+                check.child = self._start(request, check.answer.append)
             except (SquarepegError, OSError):
                 return  # no answer: the plain read decides
 
     def _check_says_complete(self) -> bool:
-        """Whether the check's answer is the last line written: by its timestamp, to the
-        nanosecond as the kubelet stamps every line, and its content (no line at all when
-        nothing was written). Waits for the answer up to _PROBE_SECONDS from the check's
-        start; False when it cannot tell: then the plain read from the resume point
-        decides. The answer is used once."""
+        """Whether the check's answer is the last line written (logcheck.py); False when it
+        cannot tell: then the plain read from the resume point decides."""
         check = self._check
-        if check is None or check.used or check.child is None or self._cut:
+        if check is None or self._cut:
             return False
-        check.used = True
-        code = check.child.wait(max(0.0, check.started + _PROBE_SECONDS - self._clock()))
-        if code is None:
-            check.child.terminate()
-            return False
-        if code != 0:
-            return False
-        with self._write_lock:
-            expected = self._expected_last_line()
-        return expected is not None and b"".join(check.answer) == expected
+        return check.says_complete(self._clock, self._expected_last_line)
 
     def _expected_last_line(self) -> bytes | None:
-        """What `tailLines=1` answers if the output written is all of the log; None when it
-        cannot be told from what was kept (see "Complete")."""
-        resume = self._decoder.resume
-        last = self._tail
-        if not resume.timestamp:
-            return b"" if not self._written else None
-        if not last:
-            return None
-        if resume.partial is None:
-            if not last.endswith(b"\n"):
-                return None
-            start = last.rfind(b"\n", 0, len(last) - 1) + 1
-        else:  # a last line without its newline (`head -c`): it must be all of the line
-            start = last.rfind(b"\n") + 1
-            if len(last) - start != resume.partial:
-                return None
-        if start == 0 and len(last) == _PROBE_LINE_BYTES:
-            return None  # a longer line than the tail kept
-        return resume.timestamp + b" " + last[start:]
+        with self._write_lock:
+            return logcheck.expected_last_line(self._decoder.resume, self._tail, self._written)
 
     def _suspend(self, reason: str | None) -> bool:
         """Wait for the container's end before trying again (see the class docstring);
@@ -472,16 +433,6 @@ class LogFollower:
             f"{self._commands.permission_check(reason)}); its output may be "
             f"incomplete: see all of it with `{self._logs_command}`"
         )
-
-
-@dataclass
-class _Check:
-    """The cheap check's request (LogFollower._start_check) and its answer."""
-
-    answer: list[bytes]
-    started: float
-    child: Stream | None = None
-    used: bool = False
 
 
 _KEPT_ENDING = "the stream kept ending before the container did"

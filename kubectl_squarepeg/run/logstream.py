@@ -4,7 +4,8 @@ Owns the `Stream` protocol (a running `kubectl get --raw` of the log API: kubect
 a test's fake) and `StartStream`, which starts one; the failure's reason as kubectl gave it
 (`reason`); the sorting of reasons into those another attempt may fix and those it cannot
 (`retryable`: a denial or a 404 is final, a container still starting is not);
-and `Backoff`, when to reconnect and when to give up.
+and `Backoff`, when to reconnect and when to give up. The completeness check (logcheck.py)
+starts its request through the follower's `StartStream` too.
 """
 
 from __future__ import annotations
