@@ -1,5 +1,6 @@
-"""logs: the timestamp decoder and its replay dedupe in any chunking, and the follower's
-reconnect, backoff, give-up and drain decisions against scripted kubectl streams."""
+"""logdecoder, logstream, logcheck, logs: the timestamp decoder and its replay dedupe in any
+chunking, and the follower's reconnect, backoff, give-up and drain decisions against scripted
+kubectl streams."""
 
 from __future__ import annotations
 
