@@ -317,7 +317,7 @@ def skip_where_the_kubelet_owns_pod_status(cluster: Any) -> None:
 def age_the_finish(kubesim: Any, namespace: str, ref: str, seconds: float) -> None:
     """Make a finished `pod/NAME` or `job/NAME` look as if it had finished `seconds` earlier.
 
-    The sweep never takes what finished less than sweep.FINISHED_FLOOR_SECONDS ago; a test
+    The sweep never takes what finished less than orphans.FINISHED_FLOOR_SECONDS ago; a test
     of its deletes makes its orphans that old this way instead of waiting. It writes what the
     node or the Job controller would have written, through the status subresource they use:
     a pod's containers' startedAt and finishedAt, a Job's conditions' lastTransitionTime

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from kubectl_squarepeg.run import sweep
+from kubectl_squarepeg.run import orphans
 from tests.e2e.conftest import (
     Squarepeg,
     age_the_finish,
@@ -281,8 +281,8 @@ def test_sigkill_leaves_the_pod_and_no_kubectl_and_a_later_run_sweeps_it(
         30, "the orphan to finish",
     )
     # As if it had finished a while ago: no sweep takes a pod that finished less than
-    # sweep.FINISHED_FLOOR_SECONDS ago, whatever orphan_sweep_min_age says.
-    age_the_finish(kubesim, namespace, "pod/killed", sweep.FINISHED_FLOOR_SECONDS + 60)
+    # orphans.FINISHED_FLOOR_SECONDS ago, whatever orphan_sweep_min_age says.
+    age_the_finish(kubesim, namespace, "pod/killed", orphans.FINISHED_FLOOR_SECONDS + 60)
     config = tmp_path / "sweep-fast.yaml"
     config.write_text("orphan_sweep_min_age: 1\n")
     later = None

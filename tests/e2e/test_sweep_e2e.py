@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_squarepeg.run import sweep
+from kubectl_squarepeg.run import orphans
 from tests.e2e.conftest import (
     Squarepeg,
     age_the_finish,
@@ -27,7 +27,7 @@ from tests.e2e.conftest import (
 
 USER = "tester"
 # How much earlier the finished orphans are made to have finished: past the sweep's floor.
-PAST_THE_FLOOR = sweep.FINISHED_FLOOR_SECONDS + 60
+PAST_THE_FLOOR = orphans.FINISHED_FLOOR_SECONDS + 60
 LABELS = {"app.kubernetes.io/managed-by": "squarepeg", "squarepeg.io/created-by": USER}
 
 
@@ -200,7 +200,7 @@ def test_at_age_0_a_pod_that_just_finished_waits_for_the_floor_and_sweep_says_so
     assert held.code == 0, held.stderr
     assert held.has_line("no orphaned resources old enough to sweep"), held.lines
     assert held.has_line(
-        f"left 1 finished resource that finished less than {sweep.FINISHED_FLOOR_SECONDS:g}s "
+        f"left 1 finished resource that finished less than {orphans.FINISHED_FLOOR_SECONDS:g}s "
         "ago, the sweep's floor whatever orphan_sweep_min_age (0s) says"), held.lines
     assert not held.has_line("younger than orphan_sweep_min_age"), held.lines
     assert names(kubesim, namespace) == ["pod/just-finished"]

@@ -13,7 +13,7 @@ import pytest
 from kubectl_squarepeg.errors import UsageError
 from kubectl_squarepeg.plan import detached
 from kubectl_squarepeg.plan.options import RunOptions
-from kubectl_squarepeg.run import listing, sweep
+from kubectl_squarepeg.run import listing, orphans
 
 NOW = datetime(2026, 12, 4, 17, 0, 0, tzinfo=timezone.utc)
 
@@ -170,5 +170,5 @@ def test_the_sweep_never_takes_a_detached_run_however_old() -> None:
     plain = json.loads(json.dumps(old))
     del plain["metadata"]["labels"]["squarepeg.io/detached"]
     plain["metadata"]["name"] = "plain"
-    found = sweep.select_orphans([old, plain], created_by="alice", now=NOW, min_age=0)
+    found = orphans.select_orphans([old, plain], created_by="alice", now=NOW, min_age=0)
     assert [o.name for o in found] == ["plain"]

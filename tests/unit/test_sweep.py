@@ -10,8 +10,8 @@ import pytest
 
 from kubectl_squarepeg.cluster import podstate
 from kubectl_squarepeg.config.keys import DEFAULTS
-from kubectl_squarepeg.run import runner, sweep, watch
-from kubectl_squarepeg.run.sweep import Orphan
+from kubectl_squarepeg.run import orphans, runner, sweep, watch
+from kubectl_squarepeg.run.orphans import Orphan
 
 NOW = datetime(2026, 12, 2, 20, 0, 0, tzinfo=timezone.utc)
 MIN_AGE = 300.0
@@ -128,7 +128,7 @@ def job(
 
 
 def select(*items: dict[str, Any], **kwargs: Any) -> list[Orphan]:
-    return sweep.select_orphans(items, created_by=USER, now=NOW, min_age=MIN_AGE, **kwargs)
+    return orphans.select_orphans(items, created_by=USER, now=NOW, min_age=MIN_AGE, **kwargs)
 
 
 # --- finished ---------------------------------------------------------------------------
@@ -268,7 +268,7 @@ def test_items_without_kind_are_told_apart_by_their_shape() -> None:
 
 # --- the floor under finished resources ---------------------------------------------------
 
-FLOOR = sweep.FINISHED_FLOOR_SECONDS
+FLOOR = orphans.FINISHED_FLOOR_SECONDS
 
 
 @pytest.mark.parametrize("min_age", [0.0, 1.0, FLOOR - 1])
@@ -276,7 +276,7 @@ def test_below_the_floor_a_finished_resource_is_never_swept_whatever_min_age_say
     min_age: float,
 ) -> None:
     just_under = FLOOR - 1
-    assert sweep.select_orphans(
+    assert orphans.select_orphans(
         [pod("p", "Succeeded", finished=just_under), pod("f", "Failed", finished=0),
          job("j", condition="Complete", finished=just_under)],
         created_by=USER, now=NOW, min_age=min_age,
@@ -285,7 +285,7 @@ def test_below_the_floor_a_finished_resource_is_never_swept_whatever_min_age_say
 
 @pytest.mark.parametrize("min_age", [0.0, 1.0])
 def test_at_the_floor_a_finished_resource_is_swept_at_a_lower_min_age(min_age: float) -> None:
-    assert sweep.select_orphans(
+    assert orphans.select_orphans(
         [pod("p", "Succeeded", finished=FLOOR), job("j", condition="Failed", finished=FLOOR)],
         created_by=USER, now=NOW, min_age=min_age,
     ) == [
@@ -295,15 +295,15 @@ def test_at_the_floor_a_finished_resource_is_swept_at_a_lower_min_age(min_age: f
 
 
 def test_a_min_age_above_the_floor_is_what_counts() -> None:
-    assert sweep.required_age("finished", MIN_AGE) == MIN_AGE > FLOOR
+    assert orphans.required_age("finished", MIN_AGE) == MIN_AGE > FLOOR
     assert select(pod("p", "Succeeded", finished=MIN_AGE - 1)) == []
 
 
 def test_stuck_resources_have_no_floor() -> None:
     # A run whose pod is stuck decided on the event that showed why; its exit code is 125
     # whoever deletes the pod (sweep.py, next to FINISHED_FLOOR_SECONDS).
-    assert sweep.required_age("stuck", 0.0) == 0.0
-    assert [o.name for o in sweep.select_orphans(
+    assert orphans.required_age("stuck", 0.0) == 0.0
+    assert [o.name for o in orphans.select_orphans(
         [pod("s", "Pending", created=2, waiting="ErrImagePull"),
          job("j", created=2),
          pod("j-abcde", "Pending", created=2, waiting="ImagePullBackOff", owner_uid="uid-j")],
@@ -322,17 +322,17 @@ def test_the_floor_covers_what_a_live_run_needs_after_its_container_ended() -> N
 
 
 def test_judge_ages_tells_young_from_held_by_the_floor() -> None:
-    candidates = sweep.find_candidates(
+    candidates = orphans.find_candidates(
         [pod("new", "Succeeded", finished=0),  # younger than min_age
          pod("recent", "Failed", finished=60),  # old enough for min_age, not for the floor
          pod("old", "Succeeded", finished=FLOOR + 1),
          pod("stuck", "Pending", created=60, waiting="ErrImagePull")],
         created_by=USER, now=NOW,
     )
-    judged = sweep.judge_ages(candidates, 1.0)
+    judged = orphans.judge_ages(candidates, 1.0)
     assert ([o.name for o in judged.orphans], judged.young, judged.below_floor) == (
         ["old", "stuck"], 1, 1)
-    everything = sweep.judge_ages(candidates, 0.0)
+    everything = orphans.judge_ages(candidates, 0.0)
     assert (len(everything.orphans), everything.young, everything.below_floor) == (2, 0, 2)
 
 
@@ -340,7 +340,7 @@ def test_judge_ages_tells_young_from_held_by_the_floor() -> None:
 
 
 def test_label_selector_scopes_to_the_users_own_unkept_undetached_resources() -> None:
-    assert sweep.label_selector("alice") == (
+    assert orphans.label_selector("alice") == (
         "app.kubernetes.io/managed-by=squarepeg,squarepeg.io/created-by=alice,"
         "!squarepeg.io/keep,!squarepeg.io/detached"
     )
@@ -375,7 +375,7 @@ def test_orphans_with_run_ids_go_in_one_collection_delete_per_kind() -> None:
     assert pods_path == "/api/v1/namespaces/team-a/pods"
     assert jobs_path == "/apis/batch/v1/namespaces/team-a/jobs"
     assert pods_query["labelSelector"] == [
-        f"{sweep.label_selector(USER)},squarepeg.io/run-id in "
+        f"{orphans.label_selector(USER)},squarepeg.io/run-id in "
         "(00000000-6f1e-4c59-9d55-0d8c3a9e4b11,00000002-6f1e-4c59-9d55-0d8c3a9e4b11)"
     ]
     assert jobs_query["propagationPolicy"] == pods_query["propagationPolicy"] == ["Background"]
@@ -443,7 +443,7 @@ def test_deleted_refs_reads_what_kubectl_delete_printed() -> None:
      (4 * 3600 + 60 * 7, "4h7m"), (48 * 3600, "2d"), (50 * 3600, "2d2h"), (-5, "0s")],
 )
 def test_format_age(seconds: float, text: str) -> None:
-    assert sweep.format_age(seconds) == text
+    assert orphans.format_age(seconds) == text
 
 
 def test_describe_names_the_category_reason_and_age() -> None:
