@@ -31,7 +31,7 @@ import pytest
 from tests.e2e.conftest import Finished, Squarepeg, wait_until
 from tests.e2e.test_logins import grant, without
 from tests.localkube import launcher, node_build, node_image
-from tests.readme_role import documented_role
+from tests.permissions_doc import documented_role
 
 pytestmark = pytest.mark.localkube_only(
     "runs squarepeg in a pod of the real kubelet node, with a service account and RBAC")

@@ -16,10 +16,11 @@ token), so a run that works proves kubectl logged in that way and squarepeg inhe
 - impersonation: the admin with `--as USER --as-group GROUP`, where only GROUP is granted
   the Role: the run works, every kubectl call carried both flags, the banner says so.
 
-The Role is the one the README prints (read from it by tests/readme_role.py, so the README is
-what is tested), bound to the plain user in the test's namespace; the user has nothing cluster-wide.
-Without its `events` and `pods/attach` rules a run still works; without one of the others,
-the message names the verb and resource with the `kubectl auth can-i` command that checks it.
+The Role is the one docs/permissions.md prints (read from it by tests/permissions_doc.py, so
+the page is what is tested), bound to the plain user in the test's namespace; the user has
+nothing cluster-wide. Without its `events` and `pods/attach` rules a run still works; without
+one of the others, the message names the verb and resource with the `kubectl auth can-i`
+command that checks it.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import yaml
 
 from tests.e2e.conftest import Finished, Squarepeg, counting_kubectl, names, wait_until
 from tests.localkube import launcher, pki
-from tests.readme_role import documented_role
+from tests.permissions_doc import documented_role
 
 pytestmark = pytest.mark.localkube_only(
     "the real API server authenticates each login and RBAC authorizes it; kubesim takes any "

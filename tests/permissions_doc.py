@@ -1,4 +1,4 @@
-"""The README's "Permissions it needs" section as the tests read it: its table of resources
+"""docs/permissions.md's "What it needs" section as the tests read it: its table of resources
 and verbs, and the Role manifest printed under it (the one users apply, so the one tested)."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from typing import Any
 
 import yaml
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-SECTION = "## Permissions it needs"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "permissions.md"
+SECTION = "## What it needs"
 
 
 def section() -> str:
-    text = README.read_text(encoding="utf-8")
+    text = PAGE.read_text(encoding="utf-8")
     begin = text.index(SECTION)
     end = text.find("\n## ", begin + len(SECTION))
     return text[begin:end if end >= 0 else len(text)]
@@ -23,7 +23,7 @@ def section() -> str:
 def documented_role() -> dict[str, Any]:
     """The Role manifest of the section (its first YAML block)."""
     found = re.search(r"```yaml\n(.*?)```", section(), re.DOTALL)
-    assert found, f"{README}: no YAML block under {SECTION!r}"
+    assert found, f"{PAGE}: no YAML block under {SECTION!r}"
     role: dict[str, Any] = yaml.safe_load(found.group(1))
     assert role["kind"] == "Role", role
     return role
@@ -53,3 +53,13 @@ def table_grants() -> set[tuple[str, str]]:
         verbs = re.findall(r"`([a-z]+)`", cells[1])
         grants.update((resource, verb) for resource in resources for verb in verbs)
     return grants
+
+
+def readme_summary() -> set[str]:
+    """Every backquoted word of the README's "Permissions it needs", the short version of
+    the page's table."""
+    readme = PAGE.parents[1] / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    begin = text.index("## Permissions it needs")
+    end = text.find("\n## ", begin + 1)
+    return set(re.findall(r"`([a-z./]+)`", text[begin:end if end >= 0 else len(text)]))
