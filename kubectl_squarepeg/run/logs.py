@@ -1,6 +1,6 @@
 """The log follower: the container's output, as raw bytes, to stdout, across dropped streams.
 
-Owns the follow stream of one container's log (`kubectl.log_request`: the request
+Owns the follow stream of one container's log (`verbs.log_request`: the request
 `kubectl logs -f --timestamps` sends, made with `kubectl get --raw`), taking the timestamps
 off, writing the content bytes untouched (binary, ANSI, `\\r`, a partial line as soon as it
 arrives), and reconnecting when the stream drops, with exponential backoff, so that nothing
@@ -57,8 +57,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
-from kubectl_squarepeg.cluster import kubectl
+from kubectl_squarepeg.cluster import kubectl, verbs
 from kubectl_squarepeg.cluster.commands import Commands
+from kubectl_squarepeg.cluster.target import DEFAULT_NAMESPACE
 from kubectl_squarepeg.errors import SquarepegError
 from kubectl_squarepeg.terminal.console import Console
 
@@ -713,7 +714,7 @@ class LogFollower:
         with self._write_lock:
             self._decoder.restart(after_cut=after_cut)
             since = self._decoder.resume.since_time()
-        namespace = self._target.namespace or kubectl.DEFAULT_NAMESPACE
+        namespace = self._target.namespace or DEFAULT_NAMESPACE
         with self._lock:
             if self._stopped:
                 return None
@@ -721,7 +722,7 @@ class LogFollower:
             # of the loop: a request that leaves after finish() reads a final log, and a
             # quick container's end is often known by the time its first request starts.
             final = self._finished
-            request = kubectl.log_request(
+            request = verbs.log_request(
                 namespace, self._pod, self._container, since, follow=not final
             )
             try:
@@ -801,8 +802,8 @@ class LogFollower:
         answer: list[bytes] = []
         check = _Check(answer, self._clock())
         self._check = check
-        namespace = self._target.namespace or kubectl.DEFAULT_NAMESPACE
-        request = kubectl.log_request(
+        namespace = self._target.namespace or DEFAULT_NAMESPACE
+        request = verbs.log_request(
             namespace, self._pod, self._container, None, follow=False, tail=1
         )
         with self._lock:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from kubectl_squarepeg.cluster import kubectl
-from kubectl_squarepeg.cluster.kubectl import log_request
+from kubectl_squarepeg.cluster.verbs import log_request
 from kubectl_squarepeg.run import logs
 from kubectl_squarepeg.run.logs import (
     Backoff,
