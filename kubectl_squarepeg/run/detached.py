@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from kubectl_squarepeg.cluster import kubectl, podstate
+from kubectl_squarepeg.cluster import kubectl, podstate, verbs
 from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.errors import (
     INTERRUPTED,
@@ -69,7 +69,7 @@ def _commands(connection: Any) -> Commands:
 def _listed(
     target: kubectl.Target, selector: str, commands: Commands, timeout: float = LIST_SECONDS
 ) -> list[dict[str, Any]]:
-    result = kubectl.list_runs(target, selector, timeout=timeout)
+    result = verbs.list_runs(target, selector, timeout=timeout)
     if not result.ok:
         raise ClusterError(
             f"cannot list pods and jobs in namespace {commands.namespace}: {result.error_text}",
@@ -392,7 +392,7 @@ def rm(
                 )
     problems = []
     for run in runs:
-        result = kubectl.delete(target, run.kind, run.name)  # --ignore-not-found: 404 is fine
+        result = verbs.delete(target, run.kind, run.name)  # --ignore-not-found: 404 is fine
         if result.ok:
             out(f"{run.name}\n")
         else:

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import IO, TYPE_CHECKING, Any
 
-from kubectl_squarepeg.cluster import kubectl, podstate
+from kubectl_squarepeg.cluster import kubectl, podstate, verbs
 from kubectl_squarepeg.errors import ClusterError, StartupError
 from kubectl_squarepeg.files.upload import Checked, Sent, Source, progress_line, write_tar
 from kubectl_squarepeg.plan.filehelpers import (
@@ -134,7 +134,7 @@ class FileTransfer:
         """Stream every bind mount into the running helper; what was sent."""
         read_fd, write_fd = os.pipe()
         try:
-            child = kubectl.exec_reading(
+            child = verbs.exec_reading(
                 self.target, pod, UPLOAD_HELPER, upload_command(owner_kept=self.owner_kept),
                 stdin_fd=read_fd,
             )
@@ -177,7 +177,7 @@ class FileTransfer:
         numbers = [s.number for s in self.copied_back]
         read_fd, write_fd = os.pipe()
         try:
-            child = kubectl.exec_writing(
+            child = verbs.exec_writing(
                 self.target, pod, COPY_BACK_HELPER, copy_back_command(numbers),
                 stdout_fd=write_fd,
             )

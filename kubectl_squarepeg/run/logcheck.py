@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kubectl_squarepeg.cluster import kubectl
+from kubectl_squarepeg.cluster import verbs
+from kubectl_squarepeg.cluster.target import DEFAULT_NAMESPACE, Target
 from kubectl_squarepeg.run.logdecoder import ResumePoint
 from kubectl_squarepeg.run.logstream import Stream
 
@@ -32,10 +33,10 @@ def keep_tail(tail: bytes, data: bytes) -> bytes:
     return (tail + data)[-_PROBE_LINE_BYTES:]
 
 
-def request(target: kubectl.Target, pod: str, container: str) -> list[str]:
+def request(target: Target, pod: str, container: str) -> list[str]:
     """The check's kubectl arguments: one plain read of the log's last line."""
-    namespace = target.namespace or kubectl.DEFAULT_NAMESPACE
-    tail = kubectl.log_request(namespace, pod, container, None, follow=False, tail=1)
+    namespace = target.namespace or DEFAULT_NAMESPACE
+    tail = verbs.log_request(namespace, pod, container, None, follow=False, tail=1)
     return ["get", "--raw", tail]
 
 

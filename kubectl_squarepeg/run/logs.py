@@ -1,6 +1,6 @@
 """The log follower: the container's output, as raw bytes, to stdout, across dropped streams.
 
-Owns the follow stream of one container's log (`kubectl.log_request`: the request
+Owns the follow stream of one container's log (`verbs.log_request`: the request
 `kubectl logs -f --timestamps` sends, made with `kubectl get --raw`) on a background thread,
 and reconnecting when the stream drops, with exponential backoff, so that nothing is lost and
 nothing is repeated. Never decodes container output and never writes anything of its own to
@@ -43,8 +43,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import BinaryIO
 
-from kubectl_squarepeg.cluster import kubectl
+from kubectl_squarepeg.cluster import kubectl, verbs
 from kubectl_squarepeg.cluster.commands import Commands
+from kubectl_squarepeg.cluster.target import DEFAULT_NAMESPACE
 from kubectl_squarepeg.errors import SquarepegError
 from kubectl_squarepeg.run import logcheck, logstream
 from kubectl_squarepeg.run.logdecoder import Gap, LogDecoder
@@ -291,7 +292,7 @@ class LogFollower:
         with self._write_lock:
             self._decoder.restart(after_cut=after_cut)
             since = self._decoder.resume.since_time()
-        namespace = self._target.namespace or kubectl.DEFAULT_NAMESPACE
+        namespace = self._target.namespace or DEFAULT_NAMESPACE
         with self._lock:
             if self._stopped:
                 return None
@@ -299,7 +300,7 @@ class LogFollower:
             # of the loop: a request that leaves after finish() reads a final log, and a
             # quick container's end is often known by the time its first request starts.
             final = self._finished
-            request = kubectl.log_request(
+            request = verbs.log_request(
                 namespace, self._pod, self._container, since, follow=not final
             )
             try:

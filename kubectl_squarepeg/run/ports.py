@@ -32,7 +32,7 @@ import threading
 from collections.abc import Sequence
 from contextlib import ExitStack
 
-from kubectl_squarepeg.cluster import kubectl
+from kubectl_squarepeg.cluster import kubectl, verbs
 from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.errors import ClusterError, UsageError
 from kubectl_squarepeg.plan.ports import PublishedPort, by_address
@@ -163,7 +163,7 @@ class _Forward:
         while not self._stopping.is_set():
             with self._lock:
                 self._listening, self._pending, self._up = 0, b"", False
-            child = kubectl.port_forward(
+            child = verbs.port_forward(
                 self._target,
                 self._pod,
                 self._address,

@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
-from kubectl_squarepeg.cluster import complaints, kubectl, podstate
+from kubectl_squarepeg.cluster import complaints, kubectl, podstate, verbs
 from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.errors import (
     INTERRUPTED,
@@ -236,7 +236,7 @@ def _manifest_bytes(plan: Plan) -> bytes:
 def dry_run_server(plan: Plan, connection: Connection, console: Console) -> int:
     """Send the manifest as a server-side dry run; print the apiserver's object as YAML."""
     try:
-        result = kubectl.create_dry_run(connection.target, _manifest_bytes(plan))
+        result = verbs.create_dry_run(connection.target, _manifest_bytes(plan))
         if not result.ok:
             from kubectl_squarepeg.cluster import capability
 
@@ -377,7 +377,7 @@ class Run:
             self.plan.kind,
             self.plan.name,
             self.commands,
-            kubectl.get_object(self.target, self.plan.kind, self.plan.name),
+            verbs.get_object(self.target, self.plan.kind, self.plan.name),
         )
 
     def _note_created(self, result: kubectl.Result) -> None:
@@ -390,7 +390,7 @@ class Run:
             self.uid = None
 
     def _start_create(self, manifest: bytes) -> kubectl.Child:
-        return kubectl.start_create(self.target, manifest, self.plan.kind, self.plan.namespace)
+        return verbs.start_create(self.target, manifest, self.plan.kind, self.plan.namespace)
 
     def _start_create_and_watch(self) -> kubectl.Child:
         """The create first (it is what the run waits for), then the watch, which tolerates
@@ -464,7 +464,7 @@ class Run:
             self.console.terminal_raw(True)
             self.start_logs(pod, out=session.log_out)
             self._attach = session.start(  # type: ignore[assignment]
-                lambda relay: kubectl.attach_terminal(
+                lambda relay: verbs.attach_terminal(
                     self.target, pod, MAIN, stdin_fd=self._stdin_fd, stdout_fd=relay
                 )
             )
@@ -479,7 +479,7 @@ class Run:
             return
         self.start_logs(pod)
         if options.interactive:
-            self._attach = kubectl.attach_stdin(self.target, pod, MAIN, stdin_fd=self._stdin_fd)
+            self._attach = verbs.attach_stdin(self.target, pod, MAIN, stdin_fd=self._stdin_fd)
 
     def _attach_refused(self) -> bool:
         """Between waits for the container's end: an attach that failed, and that the
@@ -691,7 +691,7 @@ class Run:
     def _prepare_delete(self) -> None:
         """Start the final delete's kubectl now, while the container runs (kubectl.py)."""
         if not self.plan.options.keep and not kubectl.switched_off("prepared-delete"):
-            self._pending_delete = kubectl.prepare_delete(self.target, self.plan.kind)
+            self._pending_delete = verbs.prepare_delete(self.target, self.plan.kind)
 
     def _delete(self) -> None:
         self.progress.delete_sent = True
@@ -733,7 +733,7 @@ class Run:
         held_pod = self._main_held and self.plan.kind == "Pod"
         grace = BEFORE_MAIN_GRACE_SECONDS if held_pod else None
         while True:
-            result = kubectl.delete(self.target, self.plan.kind, self.plan.name, grace)
+            result = verbs.delete(self.target, self.plan.kind, self.plan.name, grace)
             if result.ok or not unreachable(result) or waited >= DELETE_RETRY_SECONDS:
                 return result
             time.sleep(pause)
@@ -747,7 +747,7 @@ class Run:
         self._pending_delete = None
         if not child.is_alive():
             return None
-        held.release(kubectl.reference(self.plan.kind, self.plan.name, self.namespace))
+        held.release(verbs.reference(self.plan.kind, self.plan.name, self.namespace))
         result = kubectl.collect(child, timeout=DELETE_SECONDS)
         return result if result.ok else None  # the plain delete, whose error is reported
 
@@ -755,7 +755,7 @@ class Run:
         """Keep the resource whose output could not all be read, labelled as --keep does
         (so no sweep takes it), and say how to read the rest and delete it."""
         res = self.resource
-        labelled = kubectl.label(self.target, self.plan.kind, self.plan.name, f"{KEEP_LABEL}=true")
+        labelled = verbs.label(self.target, self.plan.kind, self.plan.name, f"{KEEP_LABEL}=true")
         how = "labelled " + KEEP_LABEL if labelled.ok else "not labelled (the sweep may take it)"
         self.console.warn(
             f"kept {res.ref} in namespace {self.namespace} ({how}): its output could not "

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kubectl_squarepeg.cluster import kubectl, podstate
+from kubectl_squarepeg.cluster import kubectl, podstate, verbs
 from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.errors import ClusterError, StartupError
 from kubectl_squarepeg.terminal.console import Console
@@ -129,7 +129,7 @@ class PodWatch:
         *,
         pod: str | None = None,
         job: str | None = None,
-        start: Callable[..., WatchProcess] = kubectl.watch_pods,
+        start: Callable[..., WatchProcess] = verbs.watch_pods,
         clock: Callable[[], float] = time.monotonic,
         commands: Commands | None = None,
     ) -> None:
@@ -306,7 +306,7 @@ def warning_events(target: kubectl.Target) -> Callable[[str], list[Mapping[str, 
     """The event fetcher for `EventReporter`: best effort, an error is no events."""
 
     def fetch(pod_name: str) -> list[Mapping[str, Any]]:
-        result = kubectl.events_for(target, pod_name)
+        result = verbs.events_for(target, pod_name)
         if not result.ok:
             return []
         try:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kubectl_squarepeg.cluster import kubectl
+from kubectl_squarepeg.cluster import kubectl, verbs
 from kubectl_squarepeg.run.logs import LogFollower
 from kubectl_squarepeg.terminal.console import Console
 from tests.e2e.conftest import CLIENT_SIDE_LOG_DROP
@@ -100,7 +100,7 @@ def finish_and_compare(target: kubectl.Target, name: str, follower: LogFollower,
                        out: Collected) -> None:
     wait_until(lambda: phase(target, name) == "Succeeded", 60, f"{name} to finish")
     assert follower.finish(30) is True
-    whole = kubectl.logs(target, name, "main")
+    whole = verbs.logs(target, name, "main")
     assert whole.ok, whole.stderr
     assert whole.stdout == expected_log()
     assert out.value() == whole.stdout

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from kubectl_squarepeg.cluster import kubectl
-from kubectl_squarepeg.cluster.kubectl import log_request
+from kubectl_squarepeg.cluster.verbs import log_request
 from kubectl_squarepeg.run import logdecoder
 from kubectl_squarepeg.run.logdecoder import LogDecoder, ResumePoint
 from kubectl_squarepeg.run.logs import LogFollower

@@ -140,7 +140,7 @@ class _FakeForward:
 
 def _forwarding(monkeypatch: pytest.MonkeyPatch, script: list[tuple[bool, bytes]]) -> tuple[
         object, list[_FakeForward], list[str]]:
-    from kubectl_squarepeg.cluster import kubectl
+    from kubectl_squarepeg.cluster import kubectl, verbs
     from kubectl_squarepeg.cluster.commands import Commands
     from kubectl_squarepeg.run import ports
 
@@ -166,7 +166,7 @@ def _forwarding(monkeypatch: pytest.MonkeyPatch, script: list[tuple[bool, bytes]
         def warn(self, text: str) -> None:
             self.lines.append("warning: " + text)
 
-    monkeypatch.setattr(kubectl, "port_forward", fake)
+    monkeypatch.setattr(verbs, "port_forward", fake)
     said = Said()
     forwarding = ports.Forwarding(kubectl.Target(), "web", parse_publish("8080:80"),
                                   said, Commands(kubectl.Target()))  # type: ignore[arg-type]

@@ -3,7 +3,7 @@ create and the first watch (docs/decisions/0023; the log stream's is in test_log
 
 from __future__ import annotations
 
-from kubectl_squarepeg.cluster.kubectl import create_request, watch_request
+from kubectl_squarepeg.cluster.verbs import create_request, watch_request
 
 
 def test_a_pod_and_a_job_are_posted_to_their_collections_with_strict_validation() -> None:

@@ -88,7 +88,7 @@ class FakeChild:
 
 
 class FakeStarter:
-    """Stands in for kubectl.watch_pods: each start plays the next script."""
+    """Stands in for verbs.watch_pods: each start plays the next script."""
 
     def __init__(self, scripts: list[tuple[list[Any], int | None, bytes]]) -> None:
         self.scripts = scripts
