@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
-from kubectl_squarepeg.cluster import complaints, kubectl, podstate, verbs
+from kubectl_squarepeg.cluster import admission, complaints, kubectl, podstate, verbs
 from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.errors import (
     INTERRUPTED,
@@ -113,18 +113,11 @@ def unreachable(result: kubectl.Result) -> bool:
 def refused_before_sending(result: kubectl.Result) -> bool:
     """Whether a failed `kubectl create` never reached the API server (safe to repeat)."""
     text = result.stderr.decode("utf-8", "replace")
+    if admission.classify(text) is not None:  # a webhook the API server could not reach
+        return False
     return any(refused in text for refused in _REFUSED)
 
 
-# A webhook says `admission webhook "X" denied the request: ...`; a ValidatingAdmissionPolicy
-# says `... is forbidden: ValidatingAdmissionPolicy 'X' with binding 'Y' denied request: ...`
-# (seen on the real kube-apiserver 1.34, tests/e2e/test_cluster_policy.py).
-_ADMISSION_DENIALS = (
-    "admission webhook",
-    "denied the request",
-    "denied request",
-    "validatingadmissionpolicy",
-)
 _NAMESPACE_MISSING = re.compile(r'namespaces? "([^"]+)" not found')
 
 
@@ -151,14 +144,10 @@ def rejection(
             f"create it with `{_create_namespace(commands, missing.group(1))}`, "
             "or choose another with -n",
         )
-    if "exceeded quota" in lowered:
-        hint = (
-            f"free some of the quota, or ask for less (--cpus, --memory); "
-            f"`{commands.kubectl('describe', 'resourcequota')}` shows what is used"
-        )
-    elif any(word in lowered for word in _ADMISSION_DENIALS):
-        hint = "the cluster's admission policy refused the manifest; change what it names"
-        if not dry_run_server:
+    refused = admission.classify(reason, describe=lambda kind: commands.kubectl("describe", kind))
+    if refused is not None:
+        hint = refused.fix
+        if refused.fixable and not dry_run_server:
             hint += " (`--dry-run-server` checks a change without creating anything)"
     elif "forbidden" in lowered:
         hint = (

@@ -5,9 +5,10 @@ Owns how `kubectl get -w --output-watch-events -o json` output becomes events, w
 watch that ends means (kubectl exits 0 when the server closes a watch, as a real apiserver
 does every 30 to 60 minutes: it is started again, never taken for the end of the run; a
 failure such as an API server restart is retried with backoff), the fail-fast decision on
-the seven waiting reasons, printing a blocked pod's Warning events once each, and the
-words of the status line a run shows while it waits (`startup_status`: phase, reason, the
-image being pulled once the events have been looked at, seconds).
+the seven waiting reasons and on a Job whose pod its controller cannot create (admission
+refused it: the Job's `FailedCreate` events), printing a blocked pod's Warning events once
+each, and the words of the status line a run shows while it waits (`startup_status`: phase,
+reason, the image being pulled once the events have been looked at, seconds).
 
 One watch process serves both waits, so a clean run costs a single kubectl here. The
 caller's thread waits in short slices (`SLICE_SECONDS`), so a signal handler can always cut
@@ -24,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kubectl_squarepeg.cluster import kubectl, podstate, verbs
+from kubectl_squarepeg.cluster import admission, kubectl, podstate, verbs
 from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.errors import ClusterError, StartupError
 from kubectl_squarepeg.terminal.console import Console
@@ -36,6 +37,9 @@ EVENTS_INTERVAL_SECONDS = 2.0
 # looked at only once it has been creating this long (an unschedulable pod's at once), so a
 # healthy start pays for no `kubectl get events`.
 CREATING_GRACE_SECONDS = 2.0
+# A Job's pod normally appears within a fraction of a second of the Job: its events are
+# looked at (for the job controller's FailedCreate) only once none has appeared this long.
+JOB_CREATE_GRACE_SECONDS = 1.0
 # A watch that keeps failing (API server down) is retried this long before giving up; a
 # restarted API server is normally back within seconds.
 RETRY_WINDOW_SECONDS = 60.0
@@ -152,6 +156,11 @@ class PodWatch:
     def pod_name(self) -> str | None:
         """The pod being followed (in Job mode, None until it has appeared)."""
         return self._pod
+
+    @property
+    def job_name(self) -> str | None:
+        """The Job whose pod is followed (None in pod mode)."""
+        return self._job
 
     def _on_stdout(self, stream: JsonStream) -> Callable[[bytes], None]:
         def deliver(chunk: bytes) -> None:
@@ -388,8 +397,11 @@ def startup_status(
     pod: Mapping[str, Any] | None, seconds: float, pulling: str | None = None
 ) -> str:
     """The status line of a run waiting for its pod: phase, the reason it waits (`pulling`,
-    the event's 'Pulling image "…"', says more than ContainerCreating), seconds."""
-    status = (pod or {}).get("status") or {}
+    the event's 'Pulling image "…"', says more than ContainerCreating), seconds. No pod yet
+    (a Job's, which its controller has not created) is said as such, not as Pending."""
+    if pod is None:
+        return f"waiting for the pod to be created ({seconds:.0f}s)"
+    status = pod.get("status") or {}
     reason = None
     for container in status.get("containerStatuses") or []:
         if container.get("name") == podstate.MAIN:
@@ -426,6 +438,7 @@ def wait_for_start(
     began = clock()
     deadline = began + timeout
     latest: Event | None = None
+    job_creation = JobCreation(watch.job_name or "", reporter.fetch, clock)
     while True:
         if progress is not None:
             pod = latest.pod if latest else None
@@ -452,6 +465,48 @@ def wait_for_start(
                 )
         if latest is not None:
             reporter.poll(latest.pod)
+        elif watch.job_name is not None and (refused := job_creation.poll()) is not None:
+            raise _job_refused(watch.job_name, refused, reporter, commands)
+
+
+class JobCreation:
+    """Whether the job controller failed to create the Job's pod: its `FailedCreate`
+    Warning events, looked at while no pod has appeared. A healthy Job's pod appears within
+    a fraction of a second, so the first look waits `JOB_CREATE_GRACE_SECONDS` and a clean
+    run pays for none; a refused one is said within that plus one events interval."""
+
+    def __init__(
+        self,
+        job: str,
+        fetch: Callable[[str], list[Mapping[str, Any]]],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._job = job
+        self._fetch = fetch
+        self._clock = clock
+        self._next_fetch = clock() + JOB_CREATE_GRACE_SECONDS
+
+    def poll(self) -> str | None:
+        """The latest FailedCreate message, when it is time to look and there is one."""
+        now = self._clock()
+        if now < self._next_fetch:
+            return None
+        self._next_fetch = now + EVENTS_INTERVAL_SECONDS
+        failed = [
+            str(item.get("message") or "")
+            for item in self._fetch(self._job)
+            if item.get("type") == "Warning" and item.get("reason") == "FailedCreate"
+        ]
+        return failed[-1] if failed else None
+
+
+def _job_refused(
+    job: str, message: str, reporter: EventReporter, commands: Commands
+) -> StartupError:
+    said = f"job/{job} cannot create its pod: {admission.reason_of(message)}"
+    refusal = admission.classify(message, describe=lambda kind: commands.kubectl("describe", kind))
+    fix = refusal.fix if refusal else "the Job's events say why"
+    return StartupError(said, f"{fix}; `{commands.events(job)}` lists the Job's events")
 
 
 def _timed_out(

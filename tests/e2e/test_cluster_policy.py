@@ -1,5 +1,5 @@
-"""Cluster policy made with real API objects: a ResourceQuota, a ValidatingAdmissionPolicy,
-and what a server-side dry run adds to the manifest.
+"""Cluster policy made with real API objects: a ValidatingAdmissionPolicy, and what a
+server-side dry run adds to the manifest (quotas and Pod Security: test_admission.py).
 
 Unlike test_run_scenario.py (kubesim's scenario rules), every object here is made with
 kubectl as a cluster admin would make it, so the tests run on localkube too; the ones that
@@ -17,27 +17,7 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import Squarepeg, wait_until
-
-
-def quota_hard_pods(kubesim: Any, namespace: str, name: str) -> str:
-    done = kubesim.kubectl("get", "resourcequota", name, "-n", namespace, "-o",
-                           "jsonpath={.status.hard.pods}")
-    return done.stdout.decode() if done.returncode == 0 else ""
-
-
-def test_a_resourcequota_refuses_the_run_with_the_reason(
-    squarepeg: Squarepeg, kubesim: Any, namespace: str
-) -> None:
-    made = kubesim.kubectl("create", "quota", "compute", "--hard=pods=0", "-n", namespace)
-    assert made.returncode == 0, made.stderr
-    # The quota admits nothing until the quota controller has written its status.
-    wait_until(lambda: quota_hard_pods(kubesim, namespace, "compute") == "0", 30,
-               "the quota's status")
-    done = squarepeg("run", "alpine", "true")
-    assert done.code == 125
-    assert done.has_line("error:", "exceeded quota", "compute"), done.lines
-    assert done.has_line("resourcequota"), done.lines  # the hint says where to look
-    assert done.stdout == b""
+from tests.e2e.test_admission import assert_refused_at_once, timed_run
 
 
 @pytest.fixture
@@ -89,10 +69,22 @@ def test_a_validating_admission_policy_denial_is_125_with_the_reason(
     assert done.code == 125
     assert done.has_line("error:", f"ValidatingAdmissionPolicy '{pinned_images_policy}'",
                          "images must be pinned"), done.lines
-    assert done.has_line("admission policy refused"), done.lines  # the hint, not RBAC's
+    assert done.has_line(f"admission policy {pinned_images_policy} refused"), done.lines
     assert done.stdout == b""
     pinned = squarepeg("run", "alpine:3.20", "true")
     assert pinned.code == 0, pinned.stderr
+
+
+@pytest.mark.localkube_only("kubesim has no ValidatingAdmissionPolicy objects")
+def test_a_policy_denial_in_job_mode_is_said_at_once(
+    squarepeg: Squarepeg, pinned_images_policy: str
+) -> None:
+    # The Job is admitted; its controller's pod is refused (FailedCreate events), which
+    # used to wait out --timeout (issue 33).
+    done, seconds = timed_run(squarepeg, "job", "alpine:latest", "true")
+    assert_refused_at_once(done, seconds, f"ValidatingAdmissionPolicy '{pinned_images_policy}'",
+                           "images must be pinned")
+    assert done.has_line(f"admission policy {pinned_images_policy} refused"), done.lines
 
 
 @pytest.mark.smoke("--dry-run-server")

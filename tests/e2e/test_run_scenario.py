@@ -103,7 +103,7 @@ def test_a_dry_run_server_denial_does_not_suggest_dry_run_server(run_in: Any) ->
     done = run_in("default")("run", "--dry-run-server", "alpine:latest", "true")
     assert done.code == 125
     assert done.has_line("error:", "images must be pinned"), done.lines
-    assert done.has_line("admission policy refused"), done.lines
+    assert done.has_line("admission webhook", "refused the pod"), done.lines
     assert "--dry-run-server" not in done.stderr, done.stderr  # it is what the user just ran
     assert done.stdout == b""
     plain = run_in("default")("run", "alpine:latest", "true")  # the hint a real run gets

@@ -30,6 +30,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import threading
+from typing import TYPE_CHECKING
 
 from tests.kubesim.events import EventRecorder
 from tests.kubesim.gc import GarbageCollector
@@ -41,6 +42,9 @@ from tests.kubesim.owners import OwnerIndex
 from tests.kubesim.scenario import Node, Scenario
 from tests.kubesim.scheduler import Scheduler
 from tests.kubesim.store import AlreadyExists, Obj, Store, now_rfc3339
+
+if TYPE_CHECKING:
+    from tests.kubesim.admission import Admission
 
 KUBELET_VERSION = "v1.32.4"
 
@@ -92,7 +96,8 @@ def node_object(node: Node, index: int, ip: str) -> Obj:
 class Cluster:
     """Scheduler, kubelets, job controller and garbage collector over one Store."""
 
-    def __init__(self, store: Store, logbook: LogBook, scenario: Scenario) -> None:
+    def __init__(self, store: Store, logbook: LogBook, scenario: Scenario,
+                 admission: Admission | None = None) -> None:
         self.store = store
         self.logbook = logbook
         self.scenario = scenario
@@ -101,7 +106,7 @@ class Cluster:
         self.owners = OwnerIndex()
         self.scheduler = Scheduler(store, scenario, self.recorder)
         self.kubelet = Kubelet(store, logbook, scenario, self.recorder, self.node_ips)
-        self.jobs = JobController(store, scenario, self.recorder, self.owners)
+        self.jobs = JobController(store, scenario, self.recorder, self.owners, admission)
         self.gc = GarbageCollector(store, self.owners)
         self._pods = Informer(store, "pods")
         self._jobs = Informer(store, "jobs")

@@ -19,8 +19,14 @@ Owns, for NonIndexed Jobs:
 - suspend: no pods while suspended.
 
 Not modelled: Indexed completion mode, podFailurePolicy, successPolicy, the job-tracking
-finalizer on pods, backoffLimitPerIndex. Pods it creates bypass API admission (quota,
-webhooks), as they would not on a real cluster; they get the API server's pod defaults.
+finalizer on pods, backoffLimitPerIndex.
+
+Pods it creates go through the API server's admission when the cluster was given it (the
+scenario's mutating and deny rules, quota), as on a real cluster: a refusal is the real
+controller's Warning event `FailedCreate` on the Job, "Error creating: " and the API's
+message, and the pod is tried again after `CREATE_RETRY_SECONDS` (the real controller backs
+off the same way, exponentially). Without admission (unit tests' clusters) they bypass it.
+They get the API server's pod defaults.
 """
 
 from __future__ import annotations
@@ -28,9 +34,10 @@ from __future__ import annotations
 import copy
 import time
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tests.kubesim import owners, podstatus
+from tests.kubesim.apierrors import ApiError
 from tests.kubesim.events import EventRecorder
 from tests.kubesim.informer import Controller
 from tests.kubesim.logbook import parse_timestamp
@@ -50,7 +57,12 @@ except ImportError:  # pragma: no cover - the server half is not there
     def random_suffix(length: int = 5) -> str:
         return "".join(random.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(length))
 
+if TYPE_CHECKING:
+    from tests.kubesim.admission import Admission
+
 COMPONENT = "job-controller"
+# How long after a refused pod create the controller tries again.
+CREATE_RETRY_SECONDS = 1.0
 MAX_GENERATED_PREFIX = 58
 TERMINAL = ("Succeeded", "Failed")
 FINISHED = ("Complete", "Failed")
@@ -87,9 +99,10 @@ class JobController(Controller):
     name = "job-controller"
 
     def __init__(self, store: Store, scenario: Scenario, recorder: EventRecorder,
-                 index: owners.OwnerIndex):
+                 index: owners.OwnerIndex, admission: Admission | None = None):
         super().__init__()
         self._store = store
+        self._admission = admission
         self._recorder = recorder
         self._index = index
         self._backoff = float(scenario.options.get("job_backoff_seconds", 0.0))
@@ -163,7 +176,9 @@ class JobController(Controller):
                 self.queue.add_after(key, remaining)
                 missing = 0
         for _ in range(max(missing, 0)):
-            self._create_pod(job)
+            if not self._create_pod(job):
+                self.queue.add_after(key, CREATE_RETRY_SECONDS)
+                break
             counts["active"] += 1
         self._write(job, counts)
         deadline = spec.get("activeDeadlineSeconds")
@@ -263,7 +278,8 @@ class JobController(Controller):
         return self._store.update("jobs", job["metadata"].get("namespace"),
                                   job["metadata"]["name"], mutate)
 
-    def _create_pod(self, job: Obj) -> None:
+    def _create_pod(self, job: Obj) -> bool:
+        """Create one pod of the Job; False when admission refused it (said as an event)."""
         meta = job["metadata"]
         namespace = meta.get("namespace") or "default"
         template = (job.get("spec") or {}).get("template") or {}
@@ -285,18 +301,32 @@ class JobController(Controller):
         }
         if tmeta.get("annotations"):
             pod["metadata"]["annotations"] = dict(tmeta["annotations"])
+        if self._admission is not None:
+            self._admission.mutate("pods", pod, namespace)
         default_pod(pod)
         for _ in range(10):
             pod["metadata"]["name"] = prefix + random_suffix()
             try:
-                created = self._store.create("pods", pod)
+                created = self._admitted_create(pod, namespace)
             except AlreadyExists:
                 continue
+            except ApiError as refused:
+                self._recorder.record(job, "Job", "Warning", "FailedCreate",
+                                      f"Error creating: {refused.message}", component=COMPONENT)
+                return False
             self._index.add(str(meta["uid"]), namespace, created["metadata"]["name"])
             self._recorder.record(job, "Job", "Normal", "SuccessfulCreate",
                                   f"Created pod: {created['metadata']['name']}",
                                   component=COMPONENT)
-            return
+            return True
+        return True
+
+    def _admitted_create(self, pod: Obj, namespace: str) -> Obj:
+        if self._admission is None:
+            return self._store.create("pods", pod)
+        with self._admission.lock:
+            self._admission.admit("pods", pod, namespace)
+            return self._store.create("pods", pod)
 
     def _delete(self, job: Obj, pod: Obj) -> None:
         meta = pod["metadata"]

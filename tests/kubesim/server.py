@@ -92,7 +92,8 @@ class KubeSim:
         if self.with_cluster:
             cluster_class = load_cluster_class()
             if cluster_class is not None:
-                self.cluster = cluster_class(self.store, self.logbook, self.scenario)
+                self.cluster = cluster_class(self.store, self.logbook, self.scenario,
+                                             self.admission)
                 self.cluster.start()
         self.transport.start()
 

@@ -45,7 +45,8 @@ def test_the_flag_named_is_the_one_used() -> None:
 
 
 def test_startup_status_says_phase_reason_and_seconds() -> None:
-    assert startup_status(None, 0.2) == "waiting for the pod: Pending (0s)"
+    # No pod yet (a Job's not created by its controller) is not said as Pending (issue 33).
+    assert startup_status(None, 0.2) == "waiting for the pod to be created (0s)"
     creating = {"status": {"phase": "Pending", "containerStatuses": [
         {"name": "sidecar", "state": {"waiting": {"reason": "Other"}}},
         {"name": "main", "state": {"waiting": {"reason": "ContainerCreating"}}}]}}

@@ -24,21 +24,22 @@ def failed(stderr: str) -> kubectl.Result:
         (
             'Error from server (Forbidden): error when creating "STDIN": pods "p" is forbidden: '
             "exceeded quota: compute, requested: pods=1, used: pods=2, limited: pods=2",
-            "free some of the quota, or ask for less (--cpus, --memory); "
-            f"`kubectl describe resourcequota {WHERE} --namespace=ns` shows what is used",
+            "the namespace's quota is used up: ask for less (--cpus, -m) or wait for other pods "
+            f"to finish; `kubectl describe resourcequota {WHERE} --namespace=ns` shows what is "
+            "used (`--dry-run-server` checks a change without creating anything)",
         ),
         (
             'Error from server (Forbidden): error when creating "STDIN": admission webhook '
             '"policy.example.com" denied the request: images must be pinned',
-            "the cluster's admission policy refused the manifest; change what it names "
-            "(`--dry-run-server` checks a change without creating anything)",
+            "the cluster's admission webhook policy.example.com refused the pod: change what "
+            "its message names (`--dry-run-server` checks a change without creating anything)",
         ),
         (
             'Error from server (Forbidden): error when creating "STDIN": pods "p" is forbidden: '
             "ValidatingAdmissionPolicy 'pinned' with binding 'pinned' denied request: images "
             "must be pinned",
-            "the cluster's admission policy refused the manifest; change what it names "
-            "(`--dry-run-server` checks a change without creating anything)",
+            "the cluster's admission policy pinned refused the pod: change what its message "
+            "names (`--dry-run-server` checks a change without creating anything)",
         ),
         (
             'Error from server (Forbidden): error when creating "STDIN": pods is forbidden: '
