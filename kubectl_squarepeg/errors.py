@@ -7,6 +7,8 @@ resource) and how to fix it (`hint`). This module imports nothing.
 
 from __future__ import annotations
 
+# A run stopped by its deadline (activeDeadlineSeconds), as timeout(1) exits (decision 0320).
+DEADLINE_EXCEEDED = 124
 RUNNER_FAILED = 125
 INTERRUPTED = 130
 

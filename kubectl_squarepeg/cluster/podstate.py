@@ -19,9 +19,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kubectl_squarepeg.errors import DEADLINE_EXCEEDED
+
 MAIN = "main"
 RUNNER_FAILED = 125
 OOM_EXIT_CODE = 137
+# The pod status reason of a pod past its activeDeadlineSeconds (the kubelet's), and the
+# Job condition reason of a Job past its own.
+DEADLINE_REASON = "DeadlineExceeded"
 
 # The waiting reasons after which a container will not start without a change from the
 # user (lifecycle spec, step 4); the kubelet keeps retrying them forever.
@@ -286,6 +291,8 @@ def outcome(pod: Mapping[str, Any], container: str = MAIN) -> Outcome:
     if status.get("reason") == "Evicted":
         detail = str(status.get("message") or "evicted by the kubelet")
         return Outcome(RUNNER_FAILED, f"pod {pod_name} was evicted: {detail}", False)
+    if status.get("reason") == DEADLINE_REASON:
+        return deadline_outcome(pod_name, pod)
     if is_deleting(pod):
         # Outcomes are read before squarepeg's own delete: someone else deleted it, and a
         # code from the SIGTERM that followed is not one the container chose.
@@ -324,6 +331,19 @@ def outcome(pod: Mapping[str, Any], container: str = MAIN) -> Outcome:
     if reason == "OOMKilled":
         return Outcome(code, oom_message(pod_name, container, code))
     return Outcome(code)
+
+
+def deadline_outcome(pod_name: str, pod: Mapping[str, Any]) -> Outcome:
+    """A pod stopped at its active deadline (the kubelet's DeadlineExceeded, or a Job's):
+    exit 124, never the 137 of the SIGKILL that may have ended it, which reads as an OOM."""
+    seconds = _map(pod.get("spec")).get("activeDeadlineSeconds")
+    after = f" of {seconds}s" if seconds is not None else ""
+    return Outcome(
+        DEADLINE_EXCEEDED,
+        f"pod {pod_name} passed its deadline{after} (activeDeadlineSeconds) and was stopped "
+        f"by the cluster (exit code {DEADLINE_EXCEEDED})",
+        False,
+    )
 
 
 def oom_message(pod_name: str, container: str, code: int) -> str:

@@ -593,6 +593,7 @@ class Run:
                     said + watch.events_clause(self._events, pod, said=said),
                     f"the run did not finish; `{self.commands.events(pod)}` lists the "
                     "pod's events, also after the cleanup",
+                    exit_code=outcome.exit_code,  # 125, or a deadline's 124
                 )
             if outcome.message:
                 self.console.warn(outcome.message)

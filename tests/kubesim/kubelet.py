@@ -15,6 +15,9 @@ Owns the pod-level life on a node; one `PodWorker` (a thread) per pod, one `Cont
   `deletionGracePeriodSeconds` (else the pod's terminationGracePeriodSeconds, else 30),
   SIGKILLs what is left, writes the final status (phase Failed, or Succeeded if every
   container exited 0) and deletes the pod from the Store.
+- Active deadline (`activeDeadlineSeconds`, counted from the pod's start): phase Failed,
+  reason DeadlineExceeded and the kubelet's message at once, a Warning event, then the
+  containers stopped as for a deletion (SIGTERM, the pod's grace period, SIGKILL).
 - A pod deleted from the Store directly is forgotten: its processes are SIGKILLed, its logs
   and scratch directories removed.
 - Eviction (the node-pressure fault): processes SIGKILLed, phase Failed, reason Evicted,
@@ -297,6 +300,7 @@ class PodWorker:
         self._terminating = False  # deleted or evicted: the phase ends terminal
         self._deleting = False
         self._deadline = 0.0
+        self._started_at = time.monotonic()
         self._finished = threading.Condition(threading.Lock())
         self.runners: list[ContainerRunner] = []
         self._scratch: list[str] = []
@@ -439,7 +443,8 @@ class PodWorker:
                     self.runners.extend(regular)
                 for runner in regular:
                     runner.start()
-                self._wait_for(regular)
+                if not self._wait_for(regular, self._active_deadline()):
+                    self._pass_deadline(regular)
             self._stop_sidecars()
             self._write()
         except Exception:
@@ -449,6 +454,30 @@ class PodWorker:
         finally:
             self._main_done.set()
             self.runner_finished()
+
+    def _active_deadline(self) -> float | None:
+        """When `activeDeadlineSeconds` runs out (counted from the pod's start here)."""
+        seconds = self.spec.get("activeDeadlineSeconds")
+        return None if seconds is None else self._started_at + float(seconds)
+
+    def _pass_deadline(self, runners: list[ContainerRunner]) -> None:
+        """The kubelet's active deadline: the pod Failed with reason DeadlineExceeded at
+        once, its containers stopped with its grace period."""
+        message = "Pod was active on the node longer than the specified deadline"
+
+        def change(status: Obj) -> None:
+            status.update(phase="Failed", reason="DeadlineExceeded", message=message)
+
+        self._write(change)
+        self.event("Warning", "DeadlineExceeded", message)
+        self.stopping.set()
+        grace = float(self.spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS))
+        for runner in runners:
+            runner.kill(signal.SIGTERM)
+        if not self._wait_for(runners, time.monotonic() + grace):
+            for runner in runners:
+                runner.kill(signal.SIGKILL)
+            self._wait_for(runners, time.monotonic() + 5.0)
 
     def _wait_for(self, runners: list[ContainerRunner], deadline: float | None = None) -> bool:
         """Wait until every runner is done (or the deadline passes); True if all are."""

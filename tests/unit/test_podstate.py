@@ -140,6 +140,22 @@ def test_eviction_is_125_not_the_made_up_137() -> None:
     )
 
 
+@pytest.mark.parametrize("main", [running(), terminated(code=137, reason="Error")])
+def test_a_pod_past_its_deadline_is_124_and_said_never_an_oom(main: dict[str, Any]) -> None:
+    # The kubelet marks the pod Failed/DeadlineExceeded at once, while main may still be
+    # running; main then ends with the 137 of the SIGKILL, which must not read as an OOM.
+    p = pod(main, phase="Failed", name="slow", reason="DeadlineExceeded",
+            message="Pod was active on the node longer than the specified deadline")
+    p["spec"] = {"activeDeadlineSeconds": 5}
+    result = podstate.outcome(p)
+    assert result.exit_code == 124 and not result.from_container
+    assert result.message == (
+        "pod slow passed its deadline of 5s (activeDeadlineSeconds) and was stopped by the "
+        "cluster (exit code 124)"
+    )
+    assert podstate.has_finished(p)
+
+
 def test_an_exit_code_containerd_lost_is_125_not_its_made_up_255() -> None:
     # The real node's status of `sh -c 'sleep 4; exit 55'` that ended while containerd was
     # restarted (4 December).
