@@ -11,6 +11,8 @@ from __future__ import annotations
 DEADLINE_EXCEEDED = 124
 RUNNER_FAILED = 125
 INTERRUPTED = 130
+# A writer whose reader went away ends as if by SIGPIPE, as `yes | head -1` does.
+READER_GONE = 128 + 13
 
 
 class SquarepegError(Exception):

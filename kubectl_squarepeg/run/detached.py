@@ -4,10 +4,11 @@ Owns finding a run by name (one `kubectl get pods,jobs -l managed-by=squarepeg`:
 that is not a squarepeg run, or is another user's, is refused naming its owner, before
 anything is done), and what each verb does with it:
 
-- `run -d` (`run_detached`): the run's own create and start-up wait (runner.Run, so the
-  fail-fast reasons, scheduling events and --timeout are a run's), then the resource is
-  left on the cluster, its name printed on stdout, exit 0. A run that never started is
-  deleted as a run's would be, exit 125 (or 126/127 for a command that could not start).
+- `run -d` (`run_detached`): the run's own create phase (run/create.py, so the fail-fast
+  reasons, scheduling events and --timeout are a run's), then the resource is released by
+  the cleanup phase (run/cleanup.py `release`): left on the cluster, its name printed on
+  stdout, exit 0. A run that never started is deleted as a run's would be, exit 125 (or
+  126/127 for a command that could not start).
   The orphan sweep rides along as on every run.
 - `ps`: the user's runs (server-side selector on `created-by`, as the sweep), formatted by
   run/listing.py.
@@ -34,18 +35,12 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from kubectl_squarepeg.cluster import kubectl, podstate, verbs
+from kubectl_squarepeg.cluster import kubectl, podstate, refusals, verbs
 from kubectl_squarepeg.cluster.commands import Commands
-from kubectl_squarepeg.errors import (
-    INTERRUPTED,
-    ClusterError,
-    Interrupted,
-    SquarepegError,
-    StartupError,
-    UsageError,
-)
+from kubectl_squarepeg.errors import READER_GONE, ClusterError, StartupError, UsageError
 from kubectl_squarepeg.plan.labels import CREATED_BY_LABEL, MANAGED_BY_SELECTOR
-from kubectl_squarepeg.run import interrupt, listing, runner, watch
+from kubectl_squarepeg.run import cleanup, create, interrupt, listing, output, watch
+from kubectl_squarepeg.run.state import RunState, new_state
 from kubectl_squarepeg.terminal.console import Console
 
 if TYPE_CHECKING:
@@ -54,7 +49,7 @@ if TYPE_CHECKING:
     from kubectl_squarepeg.plan.manifest import Plan
 
 LIST_SECONDS = 60.0
-LOG_DRAIN_SECONDS = runner.LOG_DRAIN_SECONDS
+LOG_DRAIN_SECONDS = output.LOG_DRAIN_SECONDS
 
 
 def _target_of(connection: Any) -> kubectl.Target:
@@ -74,7 +69,7 @@ def _listed(
         raise ClusterError(
             f"cannot list pods and jobs in namespace {commands.namespace}: {result.error_text}",
             commands.reachability_hint()
-            if runner.unreachable(result)
+            if refusals.unreachable(result)
             else f"`{commands.kubectl('auth', 'can-i', 'list', 'pods')}` checks your permission",
         )
     try:
@@ -241,7 +236,7 @@ def logs(
         follower.start()
         watch.wait_for_finish(pod_watch, started, stop=lambda: follower.reader_gone)
         if follower.reader_gone:
-            return runner.READER_GONE
+            return READER_GONE
         return 0 if follower.finish(LOG_DRAIN_SECONDS) else podstate.RUNNER_FAILED
     finally:
         pod_watch.close()
@@ -408,86 +403,59 @@ def rm(
 # --- run -d --------------------------------------------------------------------------------
 
 
-class DetachedRun(runner.Run):
-    """A run whose resource is left running once its container has started."""
-
-    def start_detached(self) -> str:
-        """Create, and wait for the start as a run does; the pod's name. A start that
-        fails raises, and the caller's cleanup deletes what was made."""
-        started, pod = self.start()
-        if started.type == "DELETED" and not podstate.has_started(started.pod):
-            raise ClusterError(
-                f"pod {pod} was deleted before its container started",
-                f"`{self.commands.events(pod)}` lists the pod's events",
+def start_detached(state: RunState) -> str:
+    """The create phase, as a run has it; the pod's name. A start that fails raises, and
+    the caller's cleanup deletes what was made."""
+    started, pod = create.start(state)
+    if started.type == "DELETED" and not podstate.has_started(started.pod):
+        raise ClusterError(
+            f"pod {pod} was deleted before its container started",
+            f"`{state.commands.events(pod)}` lists the pod's events",
+        )
+    if podstate.has_finished(started.pod):
+        ended = podstate.outcome(started.pod)
+        if ended.start_failure:
+            raise StartupError(
+                ended.message or f"the command of pod {pod} could not start",
+                "check the command and that the image has it (the words after IMAGE, "
+                f"--entrypoint); `{state.commands.events(pod)}` lists the pod's events",
+                exit_code=ended.exit_code,
             )
-        if podstate.has_finished(started.pod):
-            ended = podstate.outcome(started.pod)
-            if ended.start_failure:
-                raise StartupError(
-                    ended.message or f"the command of pod {pod} could not start",
-                    "check the command and that the image has it (the words after IMAGE, "
-                    f"--entrypoint); `{self.commands.events(pod)}` lists the pod's events",
-                    exit_code=ended.exit_code,
-                )
-        return pod
-
-    def release(self) -> None:
-        """Leave the resource on the cluster: stop watching, let the orphan sweep that
-        rides along with every run finish, end every child."""
-        self._cleaned = True  # Run.cleanup would delete it
-        try:
-            if self._watch is not None:
-                self._watch.close()
-            self._start_sweep()
-            if self._sweep is not None and not self._sweep.join(runner.SWEEP_JOIN_SECONDS):
-                self.console.warn(
-                    f"orphan sweep still running after {runner.SWEEP_JOIN_SECONDS:g}s; "
-                    "stopped it"
-                )
-        finally:
-            kubectl.terminate_all()
+    return pod
 
 
 def run_detached(plan: Plan, connection: Connection, console: Console) -> int:
     """`run -d`: the run started and left running; its name on stdout (see the module
-    docstring). Guarded by the two-stage interrupt as a run is: a Ctrl-C before the start
-    deletes what was created."""
-    run = DetachedRun(plan, connection, console)
-    handler: interrupt.TwoStageInterrupt | None = None
-    started = False
-    code = 0
-    try:
-        with interrupt.guard(run.resource, console, progress=run.progress) as handler:
-            run.shields = handler
-            try:
-                run.start_detached()
-                started = True
-            except Interrupted:
-                code = INTERRUPTED
-            except SquarepegError:
-                if not handler.interrupted:
-                    raise
-                code = INTERRUPTED
-            finally:
-                handler.caught()
-                with handler.shield(raise_pending=False):
-                    if started:
-                        run.release()
-                    else:
-                        run.cleanup()
-            if started:
-                sys.stdout.write(f"{plan.name}\n")
-                sys.stdout.flush()
-                console.status(
-                    f"detached: {plan.kind.lower()}/{plan.name} runs on; "
-                    f"`kubectl squarepeg logs -f {plan.name}`, `kubectl squarepeg wait "
-                    f"{plan.name}`, then `kubectl squarepeg rm {plan.name}`"
-                )
-            return handler.exit_code if handler.interrupted else code
-    except Interrupted:
-        if handler is not None:
-            handler.caught()
-        if not started:
-            run.cleanup()
-        return handler.exit_code if handler is not None else INTERRUPTED
+    docstring). The create and cleanup phases of a run, guarded by the two-stage interrupt
+    as a run is: a Ctrl-C before the start deletes what was created."""
+    state = new_state(plan, connection, console)
 
+    def body(handler: interrupt.TwoStageInterrupt) -> int:
+        state.shields = handler
+        start_detached(state)
+        return 0
+
+    def finish(handler: interrupt.TwoStageInterrupt, started: bool) -> None:
+        if started:
+            cleanup.release(state)
+        else:
+            cleanup.cleanup(state)
+
+    def say_name() -> None:
+        sys.stdout.write(f"{plan.name}\n")
+        sys.stdout.flush()
+        console.status(
+            f"detached: {plan.kind.lower()}/{plan.name} runs on; "
+            f"`kubectl squarepeg logs -f {plan.name}`, `kubectl squarepeg wait "
+            f"{plan.name}`, then `kubectl squarepeg rm {plan.name}`"
+        )
+
+    return interrupt.guarded(
+        state.resource,
+        console,
+        progress=state.progress,
+        body=body,
+        finish=finish,
+        late_cleanup=lambda: cleanup.cleanup(state),
+        on_success=say_name,
+    )

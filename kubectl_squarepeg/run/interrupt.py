@@ -43,7 +43,13 @@ from types import FrameType
 from kubectl_squarepeg import stoppable
 from kubectl_squarepeg.cluster import kubectl
 from kubectl_squarepeg.cluster.commands import Commands
-from kubectl_squarepeg.errors import INTERRUPTED, Interrupted
+from kubectl_squarepeg.errors import (
+    INTERRUPTED,
+    READER_GONE,
+    Interrupted,
+    ReaderGone,
+    SquarepegError,
+)
 from kubectl_squarepeg.terminal.console import Console
 
 # SIGHUP (the terminal closed, an ssh connection dropped) means what Ctrl-C means.
@@ -430,3 +436,54 @@ def guard(
         yield handler
     finally:
         handler.uninstall()
+
+
+def guarded(
+    resource: Resource,
+    console: Console,
+    *,
+    progress: Progress,
+    body: Callable[[TwoStageInterrupt], int],
+    finish: Callable[[TwoStageInterrupt, bool], None],
+    late_cleanup: Callable[[], None],
+    on_abandon: Callable[[], None] | None = None,
+    on_success: Callable[[], None] | None = None,
+) -> int:
+    """`body` under the two-stage handler, then `finish` (the cleanup, shielded: a first
+    signal cannot cut it short, a second abandons it); the exit code.
+
+    `body(handler)` gives the run's code; `finish(handler, done)` is told whether the body
+    completed. A signal during the body makes the code the signal's whatever else happened;
+    a closed stdout (`ReaderGone`) makes it READER_GONE. `on_success` runs once the cleanup
+    is over, when the body completed. A first signal in the instant before the body began
+    or after the cleanup ended leaves `late_cleanup` to do what is left (it must be a no-op
+    when the cleanup ran)."""
+    handler: TwoStageInterrupt | None = None
+    try:
+        with guard(resource, console, progress=progress, on_abandon=on_abandon) as handler:
+            done = False
+            try:
+                code = body(handler)
+                done = True
+            except Interrupted:
+                code = INTERRUPTED
+            except ReaderGone:
+                code = READER_GONE
+            except SquarepegError:
+                if not handler.interrupted:
+                    raise
+                code = INTERRUPTED
+            finally:
+                handler.caught()
+                with handler.shield(raise_pending=False):
+                    finish(handler, done)
+                handler.stopped()  # no hint about a second signal from here on
+            if done and on_success is not None:
+                on_success()
+            return handler.exit_code if handler.interrupted else code
+    except Interrupted:
+        # There is nothing (more) to clean up, and the signal's one line has been printed.
+        if handler is not None:
+            handler.caught()
+        late_cleanup()
+        return handler.exit_code if handler is not None else INTERRUPTED

@@ -1,4 +1,4 @@
-"""runner.rejection: a failed `kubectl create` as one line with kubectl's reason and a fix."""
+"""refusals.rejection: a failed `kubectl create` as one line with kubectl's reason and a fix."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from kubectl_squarepeg.cluster import kubectl
 from kubectl_squarepeg.cluster.commands import Commands
-from kubectl_squarepeg.run.runner import rejection, terminating_refusal
+from kubectl_squarepeg.cluster.refusals import rejection, terminating_refusal
 
 COMMANDS = Commands(kubectl.Target(context="prod", kubeconfig="/k", namespace="ns"))
 WHERE = "--kubeconfig=/k --context=prod"

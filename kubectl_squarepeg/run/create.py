@@ -1,0 +1,131 @@
+"""The create phase: the run's resource created, its volumes filled, its container started.
+
+Owns the create and what may follow it (lifecycle spec, steps 4 and 5): the create and the
+pod watch started together (their kubectl start-ups overlap; the watch tolerates a pod that
+does not exist yet); a create refused before anything was sent tried again for
+CREATE_RETRY_SECONDS (nothing was sent, so nothing is created twice); any other refusal
+said as cluster/refusals.py words it; the upload of `-v` files before `main` starts
+(run/files.py); the wait for the container's start, with its scheduling events and
+--timeout (run/watch.py).
+
+The create is shielded: a first Ctrl-C while it is in flight waits for it, so a created
+resource is always known (`state.created`, recorded in the same shield) and deleted, never
+left behind by a create that finished after we stopped looking.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING
+
+from kubectl_squarepeg.cluster import kubectl, podstate, verbs
+from kubectl_squarepeg.cluster.refusals import (
+    BEING_DELETED,
+    refused_before_sending,
+    rejection,
+    terminating_refusal,
+)
+from kubectl_squarepeg.errors import ClusterError
+from kubectl_squarepeg.run import watch
+from kubectl_squarepeg.run.state import RunState
+
+if TYPE_CHECKING:
+    from kubectl_squarepeg.plan.manifest import Plan
+
+CREATE_RETRY_SECONDS = 30.0
+CREATE_RETRY_FIRST_PAUSE, CREATE_RETRY_MAX_PAUSE = 0.5, 4.0
+
+
+def manifest_bytes_of(plan: Plan) -> bytes:
+    """The manifest as `kubectl create -f -` reads it."""
+    return json.dumps(plan.manifest).encode("utf-8")
+
+
+def start(state: RunState) -> tuple[watch.Event, str]:
+    """Create the resource, fill its volumes, and wait until its container has started
+    (or has ended, or its pod is gone): that event and the pod's name."""
+    create(state)
+    assert state.watch is not None
+    if state.files is not None:
+        # The upload helper first: main starts on the filled volumes (run/files.py).
+        helper_pod = state.files.wait_for_helper(state.watch, state.plan.options.timeout)
+        if helper_pod is not None:
+            state.files.upload(helper_pod)
+        state.main_held = False
+    reporter = watch.EventReporter(state.console, state.events)
+    started = watch.wait_for_start(
+        state.watch,
+        timeout=state.plan.options.timeout,
+        reporter=reporter,
+        commands=state.commands,
+        progress=state.console.progress,
+    )
+    state.console.end_progress()
+    return started, state.watch.pod_name or state.plan.name
+
+
+def create(state: RunState) -> None:
+    """The create, tried again while the API server refuses the connection."""
+    with state.shields.shield():
+        result = kubectl.collect(_start_create_and_watch(state))
+        if not result.ok and not refused_before_sending(result):
+            raise _refusal(state, result)
+        _note_created(state, result)
+    waited, pause = 0.0, CREATE_RETRY_FIRST_PAUSE
+    while not result.ok:
+        # The API server refused the connection (it is restarting, say): nothing was
+        # sent, so trying again cannot create twice. The pause is outside the shield:
+        # a Ctrl-C meanwhile ends the run at once, and nothing exists yet.
+        if waited >= CREATE_RETRY_SECONDS:
+            raise rejection(result, state.plan.kind, state.plan.name, state.commands)
+        time.sleep(pause)
+        waited, pause = waited + pause, min(pause * 2, CREATE_RETRY_MAX_PAUSE)
+        with state.shields.shield():
+            result = kubectl.collect(_start_create(state, manifest_bytes_of(state.plan)))
+            if not result.ok and not refused_before_sending(result):
+                raise _refusal(state, result)
+            _note_created(state, result)
+
+
+def _refusal(state: RunState, result: kubectl.Result) -> ClusterError:
+    """The create's refusal as the user should see it (`rejection`), or, for a name
+    whose earlier owner is still terminating, how long it may take at most."""
+    plan = state.plan
+    if BEING_DELETED not in result.error_text:
+        return rejection(result, plan.kind, plan.name, state.commands)
+    return terminating_refusal(
+        plan.kind,
+        plan.name,
+        state.commands,
+        verbs.get_object(state.target, plan.kind, plan.name),
+    )
+
+
+def _note_created(state: RunState, result: kubectl.Result) -> None:
+    if not result.ok:
+        return
+    state.created = state.progress.created = True
+    try:
+        state.uid = podstate.uid(json.loads(result.stdout)) or None
+    except ValueError:
+        state.uid = None
+
+
+def _start_create(state: RunState, manifest: bytes) -> kubectl.Child:
+    plan = state.plan
+    return verbs.start_create(state.target, manifest, plan.kind, plan.namespace)
+
+
+def _start_create_and_watch(state: RunState) -> kubectl.Child:
+    """The create first (it is what the run waits for), then the watch, which tolerates
+    a pod that does not exist yet, so that their start-ups overlap."""
+    plan = state.plan
+    if plan.kind == "Job":
+        pod_watch = watch.PodWatch(state.target, job=plan.name, commands=state.commands)
+    else:
+        pod_watch = watch.PodWatch(state.target, pod=plan.name, commands=state.commands)
+    state.watch = pod_watch
+    creating = _start_create(state, manifest_bytes_of(state.plan))
+    pod_watch.start(early=True)
+    return creating
