@@ -9,8 +9,8 @@ import pytest
 
 from kubectl_squarepeg.config import files as config
 from kubectl_squarepeg.errors import UsageError
+from kubectl_squarepeg.plan.mounts import Tmpfs
 from kubectl_squarepeg.plan.options import RunOptions, build_run_options, flag_name
-from kubectl_squarepeg.plan.values import Tmpfs
 
 # click's parameters of `run` that are repeatable (a tuple) or switches (a bool).
 MULTIPLE = (
