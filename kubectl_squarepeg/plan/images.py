@@ -63,7 +63,7 @@ def parse_platform(text: str) -> tuple[str, str | None]:
 _PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
 _HOST = rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[[0-9a-fA-F:.]+\])"
-REGISTRY_HOST = rf"{_HOST}(?::[0-9]+)?"
+_REGISTRY = rf"{_HOST}(?::[0-9]+)?"
 _TAG = r"[\w][\w.-]{0,127}"
 _DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
 _REMOTE = (
@@ -99,7 +99,7 @@ def parse_image_reference(text: str) -> str:
             f"must be lowercase; use {name.lower()}"
         )
     match = re.fullmatch(_REMOTE, remainder)
-    if match is None or (domain is not None and not re.fullmatch(REGISTRY_HOST, domain)):
+    if match is None or (domain is not None and not re.fullmatch(_REGISTRY, domain)):
         why = "invalid reference format"
         if "@" in text and not re.search(rf"@{_DIGEST}$", text):
             why += ": a digest is ALGORITHM:HEX, like sha256: and 64 hex digits"

@@ -1,9 +1,10 @@
 """Kubernetes names: what a name, a label or an annotation key may look like.
 
 Owns the RFC 1123 forms the API server checks (a label of at most 63 characters for pod,
-namespace and host names; a subdomain of at most 253 for secrets, service accounts and
-classes), label and annotation keys and label values, the labels squarepeg keeps for
-itself, and `--toleration`, whose key and value are a label's.
+namespace and host names; a subdomain of at most 253 for secrets, service accounts,
+classes and the host names of `--add-host`), label and annotation keys and label values,
+the labels squarepeg keeps for itself, and `--toleration`, whose key and value are a
+label's.
 """
 
 from __future__ import annotations
@@ -44,9 +45,16 @@ def validate_hostname(text: str) -> str:
     return validate_name(text)
 
 
+def is_subdomain(text: str) -> bool:
+    """Whether `text` is what the API server calls a DNS-1123 subdomain (IsDNS1123Subdomain):
+    at most 253 characters of lowercase labels joined by '.', no trailing '.'. It does not
+    limit a label to 63 characters, so neither does this."""
+    return len(text) <= MAX_SUBDOMAIN and re.fullmatch(_DNS_SUBDOMAIN, text) is not None
+
+
 def validate_subdomain(text: str) -> str:
     """A lowercase RFC 1123 subdomain (secret, service account, class names)."""
-    if len(text) > MAX_SUBDOMAIN or not re.fullmatch(_DNS_SUBDOMAIN, text):
+    if not is_subdomain(text):
         raise ValueProblem(
             "use lowercase letters, digits, '-' and '.', starting and ending with a letter "
             "or digit, like my-secret"
@@ -57,7 +65,7 @@ def validate_subdomain(text: str) -> str:
 def validate_label_key(key: str) -> str:
     """A label or annotation key: NAME or PREFIX/NAME, PREFIX a DNS subdomain."""
     prefix, slash, name = key.rpartition("/")
-    if slash and (len(prefix) > MAX_SUBDOMAIN or not re.fullmatch(_DNS_SUBDOMAIN, prefix)):
+    if slash and not is_subdomain(prefix):
         raise ValueProblem(
             f"the prefix {prefix!r} must be a lowercase DNS subdomain, like example.com/NAME"
         )

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import re
 
-from kubectl_squarepeg.plan.images import REGISTRY_HOST
-from kubectl_squarepeg.plan.names import MAX_SUBDOMAIN
-from kubectl_squarepeg.plan.values import ValueProblem
+from kubectl_squarepeg.plan.names import MAX_SUBDOMAIN, is_subdomain
+from kubectl_squarepeg.plan.values import ValueProblem, quoted
 
 
 def _ip_address(text: str) -> str:
@@ -28,15 +27,34 @@ def parse_dns_ip(text: str) -> str:
     return _ip_address(text)
 
 
-# What these checks used in values.py, where a second `_DOMAIN` (the image registry's
-# HOST[:PORT]) replaced the DNS name pattern meant for them: kept as it was in this move.
-_DOMAIN = REGISTRY_HOST
+# A search domain as the API server takes it (validatePodDNSConfig) since
+# RelaxedDNSSearchValidation (beta in 1.33, GA and locked on in 1.34): "." alone, or a name
+# of at most 253 characters once ONE trailing '.' is dropped, whose labels are a DNS-1123
+# subdomain's that may also hold '_' and start with one (_sip._tcp.example.com). Older API
+# servers refuse '_' and "." themselves, and squarepeg shows their answer.
+_SEARCH_LABEL = r"_?[a-z0-9]([-_a-z0-9]*[a-z0-9])?"
+_SEARCH_DOMAIN = rf"{_SEARCH_LABEL}(\.{_SEARCH_LABEL})*"
 
 
 def parse_dns_search(text: str) -> str:
-    """A search domain for `--dns-search`, like example.com."""
-    if len(text) > MAX_SUBDOMAIN or not re.fullmatch(_DOMAIN, text):
-        raise ValueProblem("give a domain name like example.com")
+    """A search domain for `--dns-search`, like example.com or example.com. (kept as given)."""
+    if text == ".":
+        return text  # the root domain
+    name = text.removesuffix(".")
+    if len(name) > MAX_SUBDOMAIN:
+        raise ValueProblem(
+            f"a search domain has at most {MAX_SUBDOMAIN} characters besides a trailing '.' "
+            f"(this one has {len(name)}); give a domain name like example.com"
+        )
+    if not re.fullmatch(_SEARCH_DOMAIN, name):
+        if re.fullmatch(_SEARCH_DOMAIN, name.lower()):
+            raise ValueProblem(
+                f"Kubernetes takes a search domain in lowercase only; use {text.lower()}"
+            )
+        raise ValueProblem(
+            "give a domain name like example.com: lowercase letters, digits, '-' and '_' in "
+            "parts joined by '.' (no port, no address)"
+        )
     return text
 
 
@@ -62,6 +80,26 @@ def parse_add_host(text: str) -> tuple[str, str]:
             "host-gateway means the docker host, which a pod does not have; give an IP "
             "address, like db.local:10.0.0.5"
         )
-    if len(host) > MAX_SUBDOMAIN or not re.fullmatch(_DOMAIN, host):
-        raise ValueProblem(f"{host!r} is not a host name; use HOST:IP, like db.local:10.0.0.5")
+    if not is_subdomain(host):
+        raise ValueProblem(_host_alias_problem(host, address))
     return host, _ip_address(address)
+
+
+def _host_alias_problem(host: str, address: str) -> str:
+    """Why the API server refuses `host` as one of a host alias's hostnames (ValidateHostAliases:
+    a DNS-1123 subdomain, which has no trailing '.', no '_' and no uppercase)."""
+    fixed = host.lower().removesuffix(".")
+    if is_subdomain(fixed):
+        case = "in lowercase" if host != host.lower() else ""
+        dot = "without the trailing '.'" if host.endswith(".") else ""
+        why = " and ".join(filter(None, (case, dot)))
+        return f"Kubernetes takes a host alias's name {why}; use {fixed}:{address}"
+    if len(host) > MAX_SUBDOMAIN:
+        return (
+            f"a host name has at most {MAX_SUBDOMAIN} characters (this one has {len(host)}); "
+            "use HOST:IP, like db.local:10.0.0.5"
+        )
+    return (
+        f"{quoted(host)} is not a host name (lowercase letters, digits, '-' and '.'); use "
+        "HOST:IP, like db.local:10.0.0.5"
+    )
