@@ -404,6 +404,7 @@ def _check_mount_targets(options: RunOptions) -> None:
 # What the API server accepts in a pod's dnsConfig (docker takes any number).
 MAX_NAMESERVERS = 3
 MAX_DNS_SEARCHES = 32
+MAX_DNS_SEARCH_CHARS = 2048  # the search list joined by spaces
 
 
 def _check_dns_counts(options: RunOptions) -> None:
@@ -418,6 +419,13 @@ def _check_dns_counts(options: RunOptions) -> None:
             f"--dns-search: {len(options.dns_search)} search domains in all (config's "
             f"`dns_search` included); Kubernetes takes at most {MAX_DNS_SEARCHES}",
             f"give at most {MAX_DNS_SEARCHES} --dns-search",
+        )
+    if (chars := len(" ".join(options.dns_search))) > MAX_DNS_SEARCH_CHARS:
+        raise UsageError(
+            f"--dns-search: the search domains in all (config's `dns_search` included) come to "
+            f"{chars} characters with a space between each; Kubernetes takes at most "
+            f"{MAX_DNS_SEARCH_CHARS}",
+            "give fewer or shorter --dns-search",
         )
 
 
