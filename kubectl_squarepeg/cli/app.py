@@ -580,7 +580,8 @@ def _user_connection(flags: Mapping[str, Any]) -> tuple[Any, Config]:
     the merged config it came from."""
     from kubectl_squarepeg.cluster.connect import ClusterFlags, connect
     from kubectl_squarepeg.config import files as config
-    from kubectl_squarepeg.plan import values
+    from kubectl_squarepeg.plan.names import validate_name
+    from kubectl_squarepeg.plan.values import ValueProblem
 
     merged = config.load(explicit=flags.get("config") or ())
 
@@ -591,8 +592,8 @@ def _user_connection(flags: Mapping[str, Any]) -> tuple[Any, Config]:
     namespace = setting("namespace")
     if namespace is not None:
         try:
-            values.validate_name(namespace)
-        except values.ValueProblem as problem:
+            validate_name(namespace)
+        except ValueProblem as problem:
             raise UsageError(f"invalid value {namespace!r} for --namespace", str(problem)) from None
     choice = ClusterFlags(setting("context"), setting("kubeconfig"), namespace)
     connection = connect(

@@ -12,7 +12,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_squarepeg.plan import dockerflags, filehelpers, mounts, values
+from kubectl_squarepeg.plan import (
+    dockerflags,
+    filehelpers,
+    images,
+    mounts,
+    names,
+    network,
+    quantities,
+    security,
+    values,
+)
 
 
 @dataclass(frozen=True)
@@ -29,18 +39,18 @@ PAIR_FORM = "a mapping like `KEY: value`, or a list of KEY=VALUE strings"
 KEYS: dict[str, Key] = {
     "mode": Key("scalar", "pod or job", values.parse_mode),
     "timeout": Key(
-        "scalar", "seconds, or a duration like 90s or 5m", values.parse_duration_seconds
+        "scalar", "seconds, or a duration like 90s or 5m", quantities.parse_duration_seconds
     ),
-    "namespace": Key("scalar", "a namespace name like team-a", values.validate_name),
+    "namespace": Key("scalar", "a namespace name like team-a", names.validate_name),
     "context": Key("scalar", "a kubeconfig context name", values.parse_nonempty),
     "kubeconfig": Key("scalar", "a file path", values.parse_nonempty),
     "cleanup": Key("bool", "true or false"),
     "orphan_sweep": Key("bool", "true or false"),
     "orphan_sweep_min_age": Key(
-        "scalar", "a whole number of seconds", values.parse_nonnegative_int
+        "scalar", "a whole number of seconds", quantities.parse_nonnegative_int
     ),
     "job_ttl_seconds_after_finished": Key(
-        "scalar", "a whole number of seconds", values.parse_int32
+        "scalar", "a whole number of seconds", quantities.parse_int32
     ),
     "quiet": Key("bool", "true or false"),
     "env": Key("map", PAIR_FORM),
@@ -48,44 +58,44 @@ KEYS: dict[str, Key] = {
     "labels": Key("map", PAIR_FORM),
     "annotations": Key("map", PAIR_FORM),
     "workdir": Key("scalar", "an absolute path like /app", values.parse_workdir),
-    "user": Key("scalar", "UID or UID:GID, like 1000:1000", values.parse_user),
+    "user": Key("scalar", "UID or UID:GID, like 1000:1000", security.parse_user),
     "entrypoint": Key("scalar", "a program, like /bin/sh", values.parse_entrypoint),
-    "cpus": Key("scalar", "a number of CPUs like 0.5", values.parse_cpus),
-    "memory": Key("scalar", "a size like 512m or 1g", values.parse_memory),
-    "memory_reservation": Key("scalar", "a size like 256m", values.parse_memory),
-    "gpus": Key("scalar", "a GPU count like 1", values.parse_gpus),
-    "pull": Key("scalar", "always, missing or never", values.parse_pull),
-    "platform": Key("scalar", "OS[/ARCH[/VARIANT]] like linux/amd64", values.parse_platform),
+    "cpus": Key("scalar", "a number of CPUs like 0.5", quantities.parse_cpus),
+    "memory": Key("scalar", "a size like 512m or 1g", quantities.parse_memory),
+    "memory_reservation": Key("scalar", "a size like 256m", quantities.parse_memory),
+    "gpus": Key("scalar", "a GPU count like 1", quantities.parse_gpus),
+    "pull": Key("scalar", "always, missing or never", images.parse_pull),
+    "platform": Key("scalar", "OS[/ARCH[/VARIANT]] like linux/amd64", images.parse_platform),
     "privileged": Key("bool", "true or false"),
-    "cap_add": Key("list", "a list of capabilities like [NET_ADMIN]", values.parse_capability),
-    "cap_drop": Key("list", "a list of capabilities like [ALL]", values.parse_capability),
+    "cap_add": Key("list", "a list of capabilities like [NET_ADMIN]", security.parse_capability),
+    "cap_drop": Key("list", "a list of capabilities like [ALL]", security.parse_capability),
     "read_only": Key("bool", "true or false"),
-    "tmpfs": Key("list", "a list of PATH[:OPTIONS] like /run:size=64m", values.parse_tmpfs),
-    "shm_size": Key("scalar", "a size like 64m", values.parse_size),
-    "hostname": Key("scalar", "a host name like worker-1", values.validate_hostname),
-    "add_host": Key("list", "a list of HOST:IP strings", values.parse_add_host),
-    "dns": Key("list", "a list of IP addresses", values.parse_dns_ip),
-    "dns_search": Key("list", "a list of domains", values.parse_dns_search),
+    "tmpfs": Key("list", "a list of PATH[:OPTIONS] like /run:size=64m", mounts.parse_tmpfs),
+    "shm_size": Key("scalar", "a size like 64m", quantities.parse_size),
+    "hostname": Key("scalar", "a host name like worker-1", names.validate_hostname),
+    "add_host": Key("list", "a list of HOST:IP strings", network.parse_add_host),
+    "dns": Key("list", "a list of IP addresses", network.parse_dns_ip),
+    "dns_search": Key("list", "a list of domains", network.parse_dns_search),
     "dns_options": Key(
-        "list", "a list of resolv.conf options like [ndots:2]", values.parse_dns_option
+        "list", "a list of resolv.conf options like [ndots:2]", network.parse_dns_option
     ),
-    "group_add": Key("list", "a list of numeric group IDs like [1000]", values.parse_group_id),
+    "group_add": Key("list", "a list of numeric group IDs like [1000]", security.parse_group_id),
     "sysctls": Key(
-        "list", "a list of KEY=VALUE strings like [net.ipv4.ip_forward=1]", values.parse_sysctl
+        "list", "a list of KEY=VALUE strings like [net.ipv4.ip_forward=1]", security.parse_sysctl
     ),
-    "stop_timeout": Key("scalar", "a whole number of seconds", values.parse_nonnegative_int),
-    "runtime": Key("scalar", "a RuntimeClass name", values.validate_subdomain),
-    "service_account": Key("scalar", "a service account name", values.validate_subdomain),
+    "stop_timeout": Key("scalar", "a whole number of seconds", quantities.parse_nonnegative_int),
+    "runtime": Key("scalar", "a RuntimeClass name", names.validate_subdomain),
+    "service_account": Key("scalar", "a service account name", names.validate_subdomain),
     "node_selector": Key("map", PAIR_FORM),
-    "tolerations": Key("list", "a list of KEY[=VALUE]:EFFECT strings", values.parse_toleration),
-    "image_pull_secrets": Key("list", "a list of secret names", values.validate_subdomain),
-    "priority_class": Key("scalar", "a PriorityClass name", values.validate_subdomain),
+    "tolerations": Key("list", "a list of KEY[=VALUE]:EFFECT strings", names.parse_toleration),
+    "image_pull_secrets": Key("list", "a list of secret names", names.validate_subdomain),
+    "priority_class": Key("scalar", "a PriorityClass name", names.validate_subdomain),
     # Files in and out (-v/--mount with a local path; docs/decisions/0180).
     "files_helper_image": Key(
         "scalar",
         "an image with sh and tar, like busybox:1.36.1 (pin it by digest; the default is "
         f"{filehelpers.DEFAULT_HELPER_IMAGE})",
-        values.parse_image_reference,
+        images.parse_image_reference,
     ),
     "max_upload_bytes": Key("scalar", "a size like 1g or 512m", mounts.parse_upload_limit),
 }

@@ -26,7 +26,7 @@ from kubectl_squarepeg.config.keys import (
 from kubectl_squarepeg.config.reader import Node, Reader, file_line
 from kubectl_squarepeg.config.records import Layer, OriginPath, Patch
 from kubectl_squarepeg.errors import ConfigError
-from kubectl_squarepeg.plan import values
+from kubectl_squarepeg.plan import names, values
 from kubectl_squarepeg.plan.claims import is_named_list, named_segment
 from kubectl_squarepeg.plan.values import ValueProblem
 
@@ -183,15 +183,15 @@ class Validator:
             if text is None:
                 raise ValueProblem("give a value (an empty one is '')")
             if key == "annotations":
-                values.validate_annotation_key(name)
+                names.validate_annotation_key(name)
             else:
-                values.validate_label_key(name)
-                values.validate_label_value(text)
+                names.validate_label_key(name)
+                names.validate_label_value(text)
         except ValueProblem as problem:
             raise self.problem(f"invalid {key} entry {shown!r}", node, str(problem)) from None
-        if key == "labels" and values.is_reserved_label(name):
+        if key == "labels" and names.is_reserved_label(name):
             raise self.problem(
-                f"the label {name!r} is reserved for squarepeg", node, values.RESERVED_LABEL_HINT
+                f"the label {name!r} is reserved for squarepeg", node, names.RESERVED_LABEL_HINT
             )
         return text
 

@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from kubectl_squarepeg.errors import UsageError
-from kubectl_squarepeg.plan import values
+from kubectl_squarepeg.plan import names, quantities, values
 from kubectl_squarepeg.plan.labels import DETACHED_LABEL
 from kubectl_squarepeg.plan.manifest import Plan
 from kubectl_squarepeg.plan.options import RunOptions
@@ -99,7 +99,7 @@ def _label(obj: dict[str, Any]) -> None:
 def check_run_name(name: str) -> str:
     """A NAME given to ps/logs/wait/rm: it must be able to be a Pod or Job name."""
     try:
-        return values.validate_name(name)
+        return names.validate_name(name)
     except values.ValueProblem as problem:
         raise UsageError(
             f"{name!r} cannot be the name of a squarepeg run", f"{problem}; "
@@ -146,7 +146,7 @@ def parse_since(text: str) -> Since:
             utc = moment.astimezone(timezone.utc).replace(microsecond=0)
             return Since(time=utc.strftime("%Y-%m-%dT%H:%M:%SZ"))
     try:
-        seconds = values.parse_duration_seconds(cleaned)
+        seconds = quantities.parse_duration_seconds(cleaned)
     except values.ValueProblem:
         raise UsageError(
             f"invalid value {text!r} for --since",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kubectl_squarepeg.errors import ConfigError
-from kubectl_squarepeg.plan import filehelpers, values
+from kubectl_squarepeg.plan import filehelpers, mounts, names, values
 from kubectl_squarepeg.plan.claims import (
     RESERVED,
     Claims,
@@ -92,7 +92,7 @@ def created_by_value(username: str) -> str:
     """
     if username:
         try:
-            return values.validate_label_value(username)
+            return names.validate_label_value(username)
         except values.ValueProblem:
             pass
     import hashlib  # only for the rare name that needs changing
@@ -156,7 +156,7 @@ def _flag_mounts_win(
     kept, dropped = [], []
     for mount in main["volumeMounts"]:
         path = mount.get("mountPath") if isinstance(mount, dict) else None
-        flag = flag_paths.get(values.normal_path(path)) if isinstance(path, str) else None
+        flag = flag_paths.get(mounts.normal_path(path)) if isinstance(path, str) else None
         if flag is None or mount.get("name") in ours:
             kept.append(mount)
             continue

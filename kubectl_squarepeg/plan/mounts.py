@@ -1,12 +1,12 @@
-"""`-v/--volume` and `--mount`: docker's mount forms, parsed into what a pod can have.
+"""`-v/--volume`, `--mount` and `--tmpfs`: docker's mount forms, parsed into what a pod can have.
 
-Owns the grammar of both flags and what each form becomes (docs/decisions/0180):
+Owns the grammar of the three flags and what each form becomes (docs/decisions/0180):
 - a local path (absolute, `~`, or relative with a `/` or a leading `.`) is a `BindMount`:
   an emptyDir at DST filled with a snapshot of SRC before `main` starts, copied back after
   it ends unless read-only;
 - a name without a slash is a `VolumeMount` of the PersistentVolumeClaim of that name, as
   docker's named volume;
-- `--mount type=tmpfs` is a `values.Tmpfs`, the same as `--tmpfs`.
+- `--tmpfs PATH[:OPTIONS]` and `--mount type=tmpfs` are a `Tmpfs`: an in-memory emptyDir.
 
 Pure: SRC is kept as given. Whether it exists, `~` and the working directory are the run's
 business (files/upload.py), so `--dry-run` never reads a file. Every problem raises
@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kubectl_squarepeg.plan import values
-from kubectl_squarepeg.plan.values import Tmpfs, ValueProblem
+from kubectl_squarepeg.plan.names import validate_subdomain
+from kubectl_squarepeg.plan.quantities import parse_size, size_bytes
+from kubectl_squarepeg.plan.values import ValueProblem, parse_bool
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,80 @@ class VolumeMount:
     target: str
     read_only: bool = False
     sub_path: str | None = None
+
+
+@dataclass(frozen=True)
+class Tmpfs:
+    """One `--tmpfs PATH[:OPTIONS]`: an in-memory emptyDir mounted at `path` (normalised).
+
+    `ignored` holds the options given that Kubernetes cannot express (`noexec`, `mode=1777`,
+    ...): the caller warns about them once."""
+
+    path: str
+    size_limit: str | None = None
+    read_only: bool = False
+    ignored: tuple[str, ...] = ()
+
+
+# docker's tmpfs options (its mount flags) that an emptyDir cannot express: warned, ignored.
+_TMPFS_IGNORED = frozenset(
+    [
+        "exec",
+        "noexec",
+        "suid",
+        "nosuid",
+        "dev",
+        "nodev",
+        "sync",
+        "async",
+        "dirsync",
+        "atime",
+        "noatime",
+        "diratime",
+        "nodiratime",
+        "relatime",
+        "norelatime",
+        "strictatime",
+        "nostrictatime",
+        "mand",
+        "nomand",
+        "tmpcopyup",
+    ]
+)
+_TMPFS_IGNORED_VALUED = ("mode", "nr_inodes", "uid", "gid")
+
+
+def normal_path(path: str) -> str:
+    """A mount path as the kernel sees it: `//run/` and `/dev/./shm` are `/run`, `/dev/shm`."""
+    import posixpath
+
+    normal = posixpath.normpath(path)
+    return "/" + normal.lstrip("/") if normal.startswith("/") else normal
+
+
+def parse_tmpfs(text: str) -> Tmpfs:
+    """docker's `PATH[:OPTIONS]`: `size=SIZE` -> sizeLimit, `ro`/`rw` -> the mount's
+    readOnly; the mount flags and `mode=` an emptyDir cannot express are kept in `ignored`."""
+    path, _, options = text.partition(":")
+    if not path.startswith("/"):
+        raise ValueProblem("the tmpfs mount point must be an absolute path, like /tmp or /run")
+    size: str | None = None
+    read_only = False
+    ignored: list[str] = []
+    for option in filter(None, options.split(",")):
+        name, equals, value = option.partition("=")
+        if name == "size" and value:
+            size = parse_size(value)
+        elif option in ("rw", "ro"):
+            read_only = option == "ro"
+        elif option in _TMPFS_IGNORED or (equals and name in _TMPFS_IGNORED_VALUED and value):
+            ignored.append(option)
+        else:
+            raise ValueProblem(
+                f"{option!r} is not a tmpfs option; docker's are rw, ro, size=SIZE, mode=MODE "
+                "and the mount flags (noexec, nosuid, nodev, ...), like /run:rw,size=64m"
+            )
+    return Tmpfs(normal_path(path), size, read_only, tuple(ignored))
 
 
 Mount = BindMount | VolumeMount | Tmpfs
@@ -75,7 +150,7 @@ def _target(text: str) -> str:
         raise ValueProblem(
             f"the destination {text!r} must be an absolute path in the container, like /data"
         )
-    target = values.normal_path(text)
+    target = normal_path(text)
     if target == "/":
         raise ValueProblem(
             "the destination cannot be / (the container's root); mount at a directory like /data"
@@ -91,7 +166,7 @@ def is_local_path(source: str) -> bool:
 
 def _claim_name(source: str) -> str:
     try:
-        return values.validate_subdomain(source)
+        return validate_subdomain(source)
     except ValueProblem:
         raise ValueProblem(
             f"{source!r} is neither a path nor a claim name: a local path needs a '/' (like "
@@ -182,7 +257,7 @@ def _bool_field(key: str, value: str | None) -> bool:
     if value is None:
         return True
     try:
-        return values.parse_bool(value)
+        return parse_bool(value)
     except ValueProblem:
         raise ValueProblem(f"{key}={value} is not true or false; write {key} alone") from None
 
@@ -217,7 +292,7 @@ def parse_mount(text: str) -> Mount:
         if source:
             raise ValueProblem("a tmpfs mount has no source; give dst= and tmpfs-size= only")
         size_text = given.get("tmpfs-size")
-        size = values.parse_size(size_text) if size_text else None
+        size = parse_size(size_text) if size_text else None
         ignored = (f"mode={given['tmpfs-mode']}",) if given.get("tmpfs-mode") else ()
         return Tmpfs(target, size, read_only, ignored)
     if not source:
@@ -242,7 +317,7 @@ DEFAULT_MAX_UPLOAD_BYTES = 1 << 30
 
 def parse_upload_limit(text: str) -> int:
     """`max_upload_bytes`: a size in docker's form (`1g`, `512m`, bytes)."""
-    return values.size_bytes(values.parse_size(text))
+    return size_bytes(parse_size(text))
 
 
 def human_bytes(count: int) -> str:

@@ -1,7 +1,8 @@
 """RunOptions: every setting of one `run`, after the command line has been laid over config.
 
-Owns how a flag and a config key combine, the parsing of flag values (through values.py,
-naming the flag in every error), and the cross-field checks that need no I/O. Reading an
+Owns how a flag and a config key combine, the parsing of flag values (through the parsers of
+values.py, names.py, quantities.py, network.py, images.py, security.py and mounts.py, naming
+the flag in every error), and the cross-field checks that need no I/O. Reading an
 `--env-file` or a `--label-file` goes through the `read_text` seam, so this module itself
 touches nothing.
 
@@ -24,10 +25,20 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from kubectl_squarepeg.errors import UsageError
-from kubectl_squarepeg.plan import filehelpers, mounts, ports, values
+from kubectl_squarepeg.plan import (
+    filehelpers,
+    images,
+    mounts,
+    names,
+    network,
+    ports,
+    quantities,
+    security,
+    values,
+)
 from kubectl_squarepeg.plan.configured import Configured
-from kubectl_squarepeg.plan.mounts import BindMount, VolumeMount
-from kubectl_squarepeg.plan.values import Tmpfs, ValueProblem
+from kubectl_squarepeg.plan.mounts import BindMount, Tmpfs, VolumeMount
+from kubectl_squarepeg.plan.values import ValueProblem
 
 Mode = Literal["pod", "job"]
 T = TypeVar("T")
@@ -198,12 +209,12 @@ def _checked_pair(
 
 
 def _validate_label(key: str, value: str) -> None:
-    values.validate_label_key(key)
-    values.validate_label_value(value)
+    names.validate_label_key(key)
+    names.validate_label_value(value)
 
 
 def _validate_annotation(key: str, _value: str) -> None:
-    values.validate_annotation_key(key)
+    names.validate_annotation_key(key)
 
 
 def _env_file_items(text: str, environ: Mapping[str, str]) -> list[tuple[str, str]]:
@@ -280,9 +291,9 @@ def _label_file_items(path: str, read_text: Callable[[str], str]) -> list[tuple[
             raise UsageError(
                 f"invalid label {values.quoted(key + '=' + value)} ({where})", str(problem)
             ) from None
-        if values.is_reserved_label(key):
+        if names.is_reserved_label(key):
             raise UsageError(
-                f"the label {key} ({where}) is reserved for squarepeg", values.RESERVED_LABEL_HINT
+                f"the label {key} ({where}) is reserved for squarepeg", names.RESERVED_LABEL_HINT
             )
         pairs.append((key, value))
     return pairs
@@ -317,7 +328,7 @@ def _flag_mounts(merger: _Merger) -> list[mounts.Mount]:
 
 def _merge_tmpfs(merger: _Merger, from_mounts: list[Tmpfs]) -> tuple[Tmpfs, ...]:
     # A --tmpfs at a path config also mounts replaces config's mount there.
-    given = [*merger.items("tmpfs", values.parse_tmpfs), *from_mounts]
+    given = [*merger.items("tmpfs", mounts.parse_tmpfs), *from_mounts]
     paths = {t.path for t in given}
     return _unique([*(t for t in merger.conf("tmpfs", []) if t.path not in paths), *given])
 
@@ -334,9 +345,9 @@ def _published(merger: _Merger) -> tuple[ports.PublishedPort, ...]:
 def _check_reserved_labels(merger: _Merger) -> None:
     # Config labels were checked when the file was read, with its line.
     for key, flag in merger.cli_keys.get("label", {}).items():
-        if values.is_reserved_label(key):
+        if names.is_reserved_label(key):
             raise UsageError(
-                f"{flag} {key} touches a label reserved for squarepeg", values.RESERVED_LABEL_HINT
+                f"{flag} {key} touches a label reserved for squarepeg", names.RESERVED_LABEL_HINT
             )
 
 
@@ -393,6 +404,7 @@ def _check_mount_targets(options: RunOptions) -> None:
 # What the API server accepts in a pod's dnsConfig (docker takes any number).
 MAX_NAMESERVERS = 3
 MAX_DNS_SEARCHES = 32
+MAX_DNS_SEARCH_CHARS = 2048  # the search list joined by spaces
 
 
 def _check_dns_counts(options: RunOptions) -> None:
@@ -408,6 +420,13 @@ def _check_dns_counts(options: RunOptions) -> None:
             f"`dns_search` included); Kubernetes takes at most {MAX_DNS_SEARCHES}",
             f"give at most {MAX_DNS_SEARCHES} --dns-search",
         )
+    if (chars := len(" ".join(options.dns_search))) > MAX_DNS_SEARCH_CHARS:
+        raise UsageError(
+            f"--dns-search: the search domains in all (config's `dns_search` included) come to "
+            f"{chars} characters with a space between each; Kubernetes takes at most "
+            f"{MAX_DNS_SEARCH_CHARS}",
+            "give fewer or shorter --dns-search",
+        )
 
 
 def _check_memory_reservation(options: RunOptions) -> None:
@@ -415,7 +434,7 @@ def _check_memory_reservation(options: RunOptions) -> None:
     limit, request = options.memory, options.memory_reservation
     if limit is None or request is None:
         return
-    if values.size_bytes(request) > values.size_bytes(limit):
+    if quantities.size_bytes(request) > quantities.size_bytes(limit):
         raise UsageError(
             f"--memory-reservation {request} is larger than the -m limit {limit} "
             "(Kubernetes refuses a memory request above the limit)",
@@ -425,9 +444,9 @@ def _check_memory_reservation(options: RunOptions) -> None:
 
 def _merge_sysctls(merger: _Merger) -> tuple[tuple[str, str], ...]:
     # One value per sysctl: a --sysctl replaces config's value of the same name.
-    given = merger.items("sysctl", values.parse_sysctl)
-    names = {name for name, _ in given}
-    kept = [(n, v) for n, v in merger.conf("sysctl", []) if n not in names]
+    given = merger.items("sysctl", security.parse_sysctl)
+    given_names = {name for name, _ in given}
+    kept = [(n, v) for n, v in merger.conf("sysctl", []) if n not in given_names]
     by_name = dict([*kept, *given])  # the last --sysctl of a name wins, as in docker
     return tuple(by_name.items())
 
@@ -465,7 +484,7 @@ def check_image(image: str) -> None:
     if not image.strip():
         raise UsageError("IMAGE is empty", "give an image reference like alpine:3.19")
     try:
-        values.parse_image_reference(image)
+        images.parse_image_reference(image)
     except ValueProblem as problem:
         raise UsageError(f"invalid IMAGE {image!r}", str(problem)) from None
 
@@ -497,9 +516,9 @@ def build_run_options(
     options = RunOptions(
         image=str(flags["image"]),
         command=tuple(flags.get("command") or ()),
-        name=_flag_value("name", flags["name"], values.validate_name) if m.given("name") else None,
+        name=_flag_value("name", flags["name"], names.validate_name) if m.given("name") else None,
         mode=m.scalar("mode", values.parse_mode, "pod"),
-        timeout=float(m.scalar("timeout", values.parse_duration_seconds, 300.0)),
+        timeout=float(m.scalar("timeout", quantities.parse_duration_seconds, 300.0)),
         keep=keep,
         quiet=m.switch("quiet"),
         interactive=bool(flags.get("interactive")),
@@ -511,40 +530,40 @@ def build_run_options(
         job_ttl_seconds_after_finished=int(m.conf("job_ttl_seconds_after_finished", 600)),
         context=m.scalar("context", values.parse_nonempty),
         kubeconfig=m.scalar("kubeconfig", values.parse_nonempty),
-        namespace=m.scalar("namespace", values.validate_name),
+        namespace=m.scalar("namespace", names.validate_name),
         config_paths=tuple(flags.get("config") or ()),
         env=env,
         labels=labels,
         annotations=m.mapping("annotation", _validate_annotation, values.parse_docker_pair),
         node_selector=m.mapping("node_selector", _validate_label),
         workdir=m.scalar("workdir", values.parse_workdir),
-        user=m.scalar("user", values.parse_user),
+        user=m.scalar("user", security.parse_user),
         entrypoint=m.scalar("entrypoint", values.parse_entrypoint),
-        cpus=m.scalar("cpus", values.parse_cpus),
-        memory=m.scalar("memory", values.parse_memory),
-        memory_reservation=m.scalar("memory_reservation", values.parse_memory),
-        gpus=m.scalar("gpus", values.parse_gpus),
-        pull=m.scalar("pull", values.parse_pull),
-        platform=m.scalar("platform", values.parse_platform),
+        cpus=m.scalar("cpus", quantities.parse_cpus),
+        memory=m.scalar("memory", quantities.parse_memory),
+        memory_reservation=m.scalar("memory_reservation", quantities.parse_memory),
+        gpus=m.scalar("gpus", quantities.parse_gpus),
+        pull=m.scalar("pull", images.parse_pull),
+        platform=m.scalar("platform", images.parse_platform),
         privileged=m.switch("privileged"),
         read_only=m.switch("read_only"),
-        cap_add=m.listing("cap_add", values.parse_capability),
-        cap_drop=m.listing("cap_drop", values.parse_capability),
+        cap_add=m.listing("cap_add", security.parse_capability),
+        cap_drop=m.listing("cap_drop", security.parse_capability),
         tmpfs=_merge_tmpfs(m, [t for t in flag_mounts if isinstance(t, Tmpfs)]),
-        shm_size=m.scalar("shm_size", values.parse_size),
-        hostname=m.scalar("hostname", values.validate_hostname),
-        add_host=m.listing("add_host", values.parse_add_host),
-        dns=m.listing("dns", values.parse_dns_ip),
-        dns_search=m.listing("dns_search", values.parse_dns_search),
-        dns_options=m.listing("dns_option", values.parse_dns_option),
-        group_add=m.listing("group_add", values.parse_group_id),
+        shm_size=m.scalar("shm_size", quantities.parse_size),
+        hostname=m.scalar("hostname", names.validate_hostname),
+        add_host=m.listing("add_host", network.parse_add_host),
+        dns=m.listing("dns", network.parse_dns_ip),
+        dns_search=m.listing("dns_search", network.parse_dns_search),
+        dns_options=m.listing("dns_option", network.parse_dns_option),
+        group_add=m.listing("group_add", security.parse_group_id),
         sysctls=_merge_sysctls(m),
-        stop_timeout=m.scalar("stop_timeout", values.parse_nonnegative_int),
-        runtime=m.scalar("runtime", values.validate_subdomain),
-        service_account=m.scalar("service_account", values.validate_subdomain),
-        tolerations=m.listing("toleration", values.parse_toleration),
-        image_pull_secrets=m.listing("image_pull_secret", values.validate_subdomain),
-        priority_class=m.scalar("priority_class", values.validate_subdomain),
+        stop_timeout=m.scalar("stop_timeout", quantities.parse_nonnegative_int),
+        runtime=m.scalar("runtime", names.validate_subdomain),
+        service_account=m.scalar("service_account", names.validate_subdomain),
+        tolerations=m.listing("toleration", names.parse_toleration),
+        image_pull_secrets=m.listing("image_pull_secret", names.validate_subdomain),
+        priority_class=m.scalar("priority_class", names.validate_subdomain),
         binds=tuple(b for b in flag_mounts if isinstance(b, BindMount)),
         volume_mounts=tuple(v for v in flag_mounts if isinstance(v, VolumeMount)),
         publish=_published(m),

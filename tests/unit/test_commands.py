@@ -53,7 +53,7 @@ _NOT_ABOUT_A_CLUSTER = re.compile(
 _PARSE_TIME_ADVICE = {
     "plan/dockerflags.py": {"`kubectl port-forward pod/NAME HOST_PORT:CONTAINER_PORT`",
                             "`kubectl logs`", "`kubectl attach -i`", "`kubectl attach -it`"},
-    "plan/values.py": {"`kubectl describe node`"},
+    "plan/quantities.py": {"`kubectl describe node`"},
 }
 _PACKAGE = Path(kubectl_squarepeg.__file__).parent
 _MODULES = sorted(_PACKAGE.rglob("*.py"))

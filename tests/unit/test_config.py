@@ -16,7 +16,7 @@ from kubectl_squarepeg.config.merge import Config
 from kubectl_squarepeg.config.records import Origin
 from kubectl_squarepeg.config.view import view_text
 from kubectl_squarepeg.errors import ConfigError
-from kubectl_squarepeg.plan.values import Tmpfs
+from kubectl_squarepeg.plan.mounts import Tmpfs
 
 
 def load(*texts: str, environ: dict[str, str] | None = None) -> Config:

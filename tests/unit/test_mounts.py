@@ -1,4 +1,4 @@
-"""-v/--volume and --mount: the grammar (plan/mounts.py), the merge and its checks
+"""-v/--volume, --mount and --tmpfs: the grammar (plan/mounts.py), the merge and its checks
 (plan/options.py), and what the pod gets (plan/manifest.py, plan/filehelpers.py): emptyDirs,
 the helpers, claims, the QoS class kept, and the claims the flags record."""
 
@@ -11,13 +11,17 @@ import pytest
 from kubectl_squarepeg.plan import filehelpers
 from kubectl_squarepeg.plan.mounts import (
     BindMount,
+    Tmpfs,
     VolumeMount,
     human_bytes,
+    normal_path,
     parse_mount,
+    parse_tmpfs,
     parse_upload_limit,
     parse_volume,
 )
-from kubectl_squarepeg.plan.values import Tmpfs, ValueProblem
+from kubectl_squarepeg.plan.values import ValueProblem
+from tests.unit.parser_tables import Parser, table_tests
 from tests.unit.test_manifest import main_container, plan
 from tests.unit.test_options import options, usage_error
 
@@ -238,3 +242,33 @@ def test_a_read_only_root_with_a_rw_mount_is_fine_and_says_nothing() -> None:
     assert main_container(p)["securityContext"]["readOnlyRootFilesystem"] is True
     assert "readOnly" not in main_container(p)["volumeMounts"][0]
     assert p.warnings == ()
+
+
+# --- --tmpfs --------------------------------------------------------------------------------
+
+TMPFS_GOOD: list[tuple[Parser, str, Any]] = [
+    (parse_tmpfs, "/tmp", Tmpfs("/tmp")),
+    (parse_tmpfs, "/run:size=64m,ro", Tmpfs("/run", "64Mi", True)),
+    (parse_tmpfs, "/run:rw,size=1g", Tmpfs("/run", "1Gi", False)),
+    # docker's documented example: the mount flags are kept aside for one warning
+    (
+        parse_tmpfs,
+        "/run:rw,noexec,nosuid,size=65536k",
+        Tmpfs("/run", "65536Ki", False, ("noexec", "nosuid")),
+    ),
+    (parse_tmpfs, "//run/:mode=1777", Tmpfs("/run", None, False, ("mode=1777",))),
+    (parse_tmpfs, "/dev/shm/", Tmpfs("/dev/shm")),
+]
+TMPFS_BAD: list[tuple[Parser, str, str]] = [
+    (parse_tmpfs, "tmp", "must be an absolute path"),
+    (parse_tmpfs, "/tmp:bogus", "'bogus' is not a tmpfs option; docker's are rw, ro"),
+    (parse_tmpfs, "/tmp:size=lots", "give a size like 512m"),
+]
+test_accepted_forms, test_refused_forms_say_the_accepted_form = table_tests(TMPFS_GOOD, TMPFS_BAD)
+
+
+@pytest.mark.parametrize(
+    ("path", "normal"), [("/dev/shm/", "/dev/shm"), ("//run", "/run"), ("/a/./b//c/", "/a/b/c")]
+)
+def test_mount_paths_are_normalised(path: str, normal: str) -> None:
+    assert normal_path(path) == normal

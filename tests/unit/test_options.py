@@ -9,8 +9,8 @@ import pytest
 
 from kubectl_squarepeg.config import files as config
 from kubectl_squarepeg.errors import UsageError
+from kubectl_squarepeg.plan.mounts import Tmpfs
 from kubectl_squarepeg.plan.options import RunOptions, build_run_options, flag_name
-from kubectl_squarepeg.plan.values import Tmpfs
 
 # click's parameters of `run` that are repeatable (a tuple) or switches (a bool).
 MULTIPLE = (
@@ -401,6 +401,13 @@ def test_more_nameservers_or_search_domains_than_kubernetes_takes_are_refused() 
     domains = tuple(f"d{i}.example.com" for i in range(33))
     assert len(options(dns_search=domains[:32]).dns_search) == 32
     assert usage_error(dns_search=domains).startswith("--dns-search: 33 search domains in all")
+    # 9 names of 227 characters are 2,051 with the spaces: the API server's limit is 2,048.
+    long = tuple(f"{i}{'.a' * 113}" for i in range(9))
+    assert len(options(dns_search=long[:8]).dns_search) == 8
+    assert usage_error(dns_search=long).startswith(
+        "--dns-search: the search domains in all (config's `dns_search` included) come to 2051 "
+        "characters with a space between each; Kubernetes takes at most 2048"
+    )
 
 
 def test_a_bare_label_or_annotation_key_has_the_empty_value_as_in_docker() -> None:

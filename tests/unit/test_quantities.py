@@ -1,0 +1,88 @@
+"""Numbers (plan/quantities.py): CPUs, sizes, GPUs, durations, whole numbers, and their limits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubectl_squarepeg.plan import quantities
+from tests.unit.parser_tables import Parser, table_tests
+
+GOOD: list[tuple[Parser, str, Any]] = [
+    (quantities.parse_cpus, "0.5", "500m"),
+    (quantities.parse_cpus, "2", "2"),
+    (quantities.parse_cpus, "1.25", "1250m"),
+    (quantities.parse_cpus, "0.001", "1m"),
+    (quantities.parse_cpus, "2.0", "2"),
+    (quantities.parse_cpus, ".5", "500m"),
+    (quantities.parse_cpus, "500m", "500m"),
+    (quantities.parse_cpus, "1000m", "1"),
+    (quantities.parse_memory, "512m", "512Mi"),
+    (quantities.parse_memory, "1g", "1Gi"),
+    (quantities.parse_memory, "1G", "1Gi"),
+    (quantities.parse_memory, "512mb", "512Mi"),
+    (quantities.parse_memory, "512MiB", "512Mi"),
+    (quantities.parse_memory, "64k", "64Ki"),
+    (quantities.parse_memory, "2t", "2Ti"),
+    (quantities.parse_memory, "1048576", "1048576"),
+    (quantities.parse_memory, "100b", "100"),
+    (quantities.parse_memory, "1.5g", "1536Mi"),
+    (quantities.parse_memory, "0.5k", "512"),
+    (quantities.parse_size, "64m", "64Mi"),
+    (quantities.parse_gpus, "2", 2),
+    (quantities.parse_gpus, "count=3", 3),
+    (quantities.parse_gpus, "0", 0),
+    (quantities.parse_cpus, "0", None),
+    (quantities.parse_cpus, "0.0", None),
+    (quantities.parse_memory, "0", None),
+    (quantities.parse_memory, "0m", None),
+    (quantities.parse_size, "0.5k", "512"),
+    (quantities.parse_size, "8191p", "8191Pi"),
+    (quantities.parse_size, "9223372036854775807", "9223372036854775807"),
+    (quantities.parse_cpus, "9223372036854775", "9223372036854775"),
+    (quantities.parse_nonnegative_int, "9223372036854775807", 2**63 - 1),
+    (quantities.parse_duration_seconds, "300", 300.0),
+    (quantities.parse_duration_seconds, "90s", 90.0),
+    (quantities.parse_duration_seconds, "5m", 300.0),
+    (quantities.parse_duration_seconds, "1h30m", 5400.0),
+    (quantities.parse_duration_seconds, "1.5", 1.5),
+    (quantities.parse_duration_seconds, "250ms", 0.25),
+    (quantities.parse_nonnegative_int, "0", 0),
+    (quantities.parse_nonnegative_int, "30", 30),
+]
+BAD: list[tuple[Parser, str, str]] = [
+    (quantities.parse_cpus, "abc", "give a number of CPUs like 0.5"),
+    (quantities.parse_cpus, "-1", "give a number of CPUs like 0.5"),
+    (quantities.parse_cpus, "0.0001", "use at most 3 decimals"),
+    (quantities.parse_cpus, "1_000", "give a number of CPUs"),
+    (quantities.parse_memory, "12x", "give a size like 512m, 1g"),
+    (quantities.parse_memory, "0.0001k", "0.0001k is less than one byte; give a size like 512m"),
+    (quantities.parse_size, "0", "give a size above 0"),
+    (quantities.parse_size, "0.5b", "is less than one byte"),
+    (
+        quantities.parse_memory,
+        "8192p",
+        "Kubernetes stores a size of at most 9223372036854775807 bytes",
+    ),
+    (quantities.parse_size, "9223372036854775808", "at most 9223372036854775807 bytes (2^63-1"),
+    (quantities.parse_cpus, "9223372036854776", "in millicores up to 9223372036854775807 (2^63-1)"),
+    (quantities.parse_cpus, "9223372036854775808m", "in millicores up to"),
+    (quantities.parse_nonnegative_int, "9223372036854775808", "Kubernetes stores at most"),
+    (quantities.parse_int32, "2147483648", "Kubernetes stores at most 2147483647"),
+    (quantities.parse_gpus, "99999999999999999999", "Kubernetes counts at most"),
+    (quantities.parse_memory, "-5m", "give a size like 512m"),
+    (quantities.parse_gpus, "all", "cannot ask for all of a node's GPUs; give a number like 1"),
+    (quantities.parse_gpus, "device=1", "give a GPU count like 1 or 2"),
+    (quantities.parse_duration_seconds, "-5", "a duration cannot be negative"),
+    (quantities.parse_duration_seconds, "0", "a duration must be more than 0"),
+    (quantities.parse_duration_seconds, "9" * 20, "a duration is at most 365 days"),
+    (quantities.parse_duration_seconds, "9999999h", "a duration is at most 365 days"),
+    (
+        quantities.parse_duration_seconds,
+        "5 minutes",
+        "give seconds like 300, or a duration like 90s",
+    ),
+    (quantities.parse_duration_seconds, "5d", "give seconds like 300"),
+    (quantities.parse_nonnegative_int, "-1", "it cannot be negative"),
+    (quantities.parse_nonnegative_int, "1.5", "give a whole number like 30"),
+]
+test_accepted_forms, test_refused_forms_say_the_accepted_form = table_tests(GOOD, BAD)
