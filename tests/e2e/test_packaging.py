@@ -139,8 +139,10 @@ def build(
     epoch: str,
     timezone: str | None = None,
     umask: int = -1,
+    version: str | None = None,
 ) -> Path:
-    """Run SOURCE's scripts/build-release into OUT; the archive's path."""
+    """Run SOURCE's scripts/build-release into OUT (as `version`, with --version); the
+    archive's path."""
     env = {**os.environ, "SOURCE_DATE_EPOCH": epoch}
     if timezone is not None:
         env["TZ"] = timezone
@@ -155,6 +157,7 @@ def build(
             str(manifest),
             "--cache",
             str(WHEEL_CACHE),
+            *(["--version", version] if version else []),
         ],
         capture_output=True,
         text=True,
@@ -164,7 +167,7 @@ def build(
         umask=umask,
     )
     assert result.returncode == 0, f"build-release failed:\n{result.stderr}"
-    return out / f"{EXECUTABLE}-v{package_version()}.tar.gz"
+    return out / f"{EXECUTABLE}-v{version or package_version()}.tar.gz"
 
 
 @pytest.fixture(scope="session")
