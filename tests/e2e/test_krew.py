@@ -1,0 +1,322 @@
+"""The release through the real krew: what a user's `kubectl krew install` does with what
+scripts/build-release makes.
+
+krew and its `validate-krew-manifest` (sigs.k8s.io/krew, pinned) are built from the Go module
+proxy once per machine (tests/krew/build.py; `scripts/krew`). Without Go the module is skipped, and
+fails under SQUAREPEG_LOCALKUBE=required (CI), which must not pass without it.
+
+Two releases are built from one snapshot of the tree: the tree's version (v0.1.0) and the
+next patch (v0.1.1, `build-release --version`). Everything runs offline and leaves nothing
+behind: every KREW_ROOT, HOME and cache is in the test's temporary directory, and
+KREW_DEFAULT_INDEX_URI points at a local git repository (krew never reaches GitHub).
+
+- validate-krew-manifest passes on the committed and the built manifest (its structural
+  checks; its install step downloads each platform's URI, so the test installs each
+  platform from the local archive instead, with KREW_OS/KREW_ARCH, and finds the LICENSE);
+- `krew install --manifest --archive` links the plugin into $KREW_ROOT/bin, and `kubectl
+  squarepeg` (krew's link; the venv's console scripts are not on PATH) prints the version,
+  runs a container on the session's cluster (output, exit code) and a dry run, `kubectl
+  plugin list` shows it without a warning, and `krew uninstall` leaves nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.test_packaging import (
+    EXECUTABLE,
+    PLUGIN,
+    ROOT,
+    SECONDS,
+    VENV_BIN,
+    build,
+    build_epoch,
+    clean_env,
+    package_version,
+    path_without_venv,
+    snapshot,
+)
+from tests.krew import build as krew_build
+
+GITHUB_RELEASES = "https://github.com/squarepeg-dev/kubectl-squarepeg/releases/download/"
+# Every platform krew knows (validate-krew-manifest's list) and the ones the manifest serves.
+KREW_KNOWN = [
+    (os_, arch)
+    for os_, arches in (
+        ("linux", ("386", "amd64", "arm", "arm64")),
+        ("darwin", ("386", "amd64", "arm64")),
+        ("windows", ("386", "amd64", "arm64")),
+    )
+    for arch in arches
+]
+SERVED = {(os_, arch) for os_ in ("linux", "darwin") for arch in ("amd64", "arm64")}
+
+pytestmark = pytest.mark.timeout(900)  # a first run builds krew (about 2 min at load 14)
+
+
+@pytest.fixture(scope="session")
+def krew_bin() -> Path:
+    """The folder of krew, validate-krew-manifest and render-krew-template, built if needed."""
+    if shutil.which("go") is None:
+        message = "the krew tests need Go (1.22 or newer) on PATH to build krew"
+        if os.environ.get("SQUAREPEG_LOCALKUBE") == "required":
+            pytest.fail(f"{message} (SQUAREPEG_LOCALKUBE=required)")
+        pytest.skip(message)
+    try:
+        krew_build.ensure_built(lambda line: print(f"krew: {line}", file=sys.stderr))
+    except krew_build.BuildError as exc:
+        pytest.fail(f"building krew failed: {exc}")
+    return krew_build.bin_dir()
+
+
+@dataclass(frozen=True)
+class Built:
+    """One build-release run: the version it says, and its files."""
+
+    version: str
+    out: Path
+
+    @property
+    def tag(self) -> str:
+        return f"v{self.version}"
+
+    @property
+    def archive(self) -> Path:
+        return self.out / f"{EXECUTABLE}-{self.tag}.tar.gz"
+
+    @property
+    def manifest(self) -> Path:
+        return self.out / "plugin.yaml"
+
+
+def next_patch(version: str) -> str:
+    major, minor, patch = version.split(".")
+    return f"{major}.{minor}.{int(patch) + 1}"
+
+
+def build_release(source: Path, out: Path, epoch: str, version: str | None = None) -> Built:
+    manifest = out.parent / f"{out.name}-source-plugin.yaml"
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source / "plugin.yaml", manifest)
+    built = Built(version or package_version(), out)
+    assert build(source, out, manifest, epoch, version=version) == built.archive
+    assert built.archive.is_file() and built.manifest.is_file()
+    return built
+
+
+@pytest.fixture(scope="session")
+def releases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Built, Built]:
+    """This tree's release and the next patch version of the same tree."""
+    base = tmp_path_factory.mktemp("krew-releases")
+    source = snapshot(base / "source")
+    epoch = build_epoch()
+    current = build_release(source, base / "current", epoch)
+    upcoming = build_release(source, base / "next", epoch, next_patch(current.version))
+    return current, upcoming
+
+
+def run(
+    argv: list[str | Path], env: dict[str, str], cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(a) for a in argv],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=SECONDS,
+    )
+
+
+@dataclass
+class KrewUser:
+    """A user with krew: their HOME, KREW_ROOT, the cluster's kubeconfig, and a PATH of
+    krew's bin folder and this PATH without the project's venv."""
+
+    root: Path
+    env: dict[str, str]
+    cwd: Path
+    krew: Path
+
+    def krew_do(self, *args: str | Path, **extra: str) -> subprocess.CompletedProcess[str]:
+        result = run([self.krew, *args], {**self.env, **extra}, self.cwd)
+        assert result.returncode == 0, f"krew {args[0]} failed:\n{result.stderr}"
+        return result
+
+    def kubectl(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return run(["kubectl", *args], self.env, self.cwd)
+
+    def install(self, built: Built) -> None:
+        self.krew_do("install", f"--manifest={built.manifest}", f"--archive={built.archive}")
+
+    @property
+    def link(self) -> Path:
+        return self.root / "bin" / EXECUTABLE
+
+    def files(self) -> list[str]:
+        return sorted(
+            str(p.relative_to(self.root))
+            for p in self.root.rglob("*")
+            if not p.is_dir() or p.is_symlink()
+        )
+
+
+def krew_user(
+    base: Path, krew_bin: Path, cluster: Any | None = None, index: Path | None = None
+) -> KrewUser:
+    """A user whose krew has its default plugin index (krew uninstall and upgrade need
+    one): `index`, a git repository, else an empty one of its own (never krew-index on
+    GitHub)."""
+    root = base / "krew-root"
+    root.mkdir(parents=True)
+    if index is None:
+        index = plugin_index(base / "index")
+    env = clean_env(base / "home", [root / "bin", *path_without_venv()])
+    env.update(
+        KREW_ROOT=str(root),
+        KREW_NO_UPGRADE_CHECK="1",
+        KREW_DEFAULT_INDEX_URI=str(index),  # what krew clones as "default"
+    )
+    if cluster is not None:
+        env["KUBECONFIG"] = cluster.env["KUBECONFIG"]
+        env["KUBECACHEDIR"] = cluster.env["KUBECACHEDIR"]
+    cwd = base / "home" / "work"
+    cwd.mkdir()
+    user = KrewUser(root, env, cwd, krew_bin / krew_build.KREW)
+    user.krew_do("update")
+    return user
+
+
+def plugin_index(index: Path) -> Path:
+    """A krew plugin index: a git repository with a plugins/ folder, empty for now."""
+    (index / "plugins").mkdir(parents=True)
+    (index / "plugins" / ".keep").write_text("", "utf-8")
+    git("init", "-q", "-b", "main", cwd=index)
+    git("add", "-A", cwd=index)
+    git("commit", "-q", "-m", "an empty index", cwd=index)
+    return index
+
+
+# --- the manifest: krew's validation, every platform installed, the bot's rendering --------
+
+
+def validate(krew_bin: Path, manifest: Path, tmp_path: Path) -> None:
+    named = tmp_path / "validate" / f"{PLUGIN}.yaml"  # the file's name must be the plugin's
+    named.parent.mkdir(exist_ok=True)
+    shutil.copyfile(manifest, named)
+    result = run(
+        [krew_bin / krew_build.VALIDATE, "-manifest", named, "-skip-install"],
+        {"PATH": os.environ["PATH"], "HOME": str(tmp_path)},
+        tmp_path,
+    )
+    assert result.returncode == 0, f"validate-krew-manifest {manifest}:\n{result.stderr}"
+    assert "structural validation OK" in result.stderr
+    assert "no overlapping spec.platform[].selector" in result.stderr
+
+
+def test_validate_krew_manifest_passes(
+    krew_bin: Path, releases: tuple[Built, Built], tmp_path: Path
+) -> None:
+    validate(krew_bin, ROOT / "plugin.yaml", tmp_path)
+    for built in releases:
+        validate(krew_bin, built.manifest, tmp_path)
+
+
+@pytest.mark.parametrize(("os_", "arch"), KREW_KNOWN, ids=[f"{o}-{a}" for o, a in KREW_KNOWN])
+def test_krew_installs_the_served_platforms_and_refuses_the_others(
+    krew_bin: Path, releases: tuple[Built, Built], tmp_path: Path, os_: str, arch: str
+) -> None:
+    # validate-krew-manifest's install step, offline: each platform from the local archive.
+    user = krew_user(tmp_path, krew_bin)
+    built = releases[0]
+    result = run(
+        [user.krew, "install", f"--manifest={built.manifest}", f"--archive={built.archive}"],
+        {**user.env, "KREW_OS": os_, "KREW_ARCH": arch},
+        user.cwd,
+    )
+    if (os_, arch) not in SERVED:
+        assert result.returncode != 0
+        assert "does not offer installation for this platform" in result.stderr
+        return
+    assert result.returncode == 0, result.stderr
+    store = user.root / "store" / PLUGIN / built.tag
+    assert sorted(p.name for p in store.iterdir()) == ["LICENSE", EXECUTABLE]
+    assert user.link.resolve() == (store / EXECUTABLE).resolve()
+
+
+# --- installed, run, listed and uninstalled through krew -----------------------------------
+
+
+@pytest.fixture
+def installed(
+    krew_bin: Path, releases: tuple[Built, Built], kubesim: Any, tmp_path: Path
+) -> KrewUser:
+    user = krew_user(tmp_path, krew_bin, kubesim)
+    user.install(releases[0])
+    return user
+
+
+def test_kubectl_runs_the_plugin_krew_linked(
+    installed: KrewUser, releases: tuple[Built, Built], namespace: str
+) -> None:
+    path = installed.env["PATH"]
+    assert shutil.which(EXECUTABLE, path=path) == str(installed.link)
+    assert str(VENV_BIN) not in path.split(os.pathsep)
+    assert shutil.which("kubectl_complete-squarepeg", path=path) is None  # no venv script
+
+    version = installed.kubectl(PLUGIN, "--version")
+    assert version.stdout.strip() == f"kubectl squarepeg {releases[0].version}", version.stderr
+
+    said = installed.kubectl(PLUGIN, "run", "-q", "-n", namespace, "alpine", "echo", "hi")
+    assert (said.returncode, said.stdout, said.stderr) == (0, "hi\n", "")
+    failed = installed.kubectl(PLUGIN, "run", "-q", "-n", namespace, "alpine", "sh", "-c",
+                               "echo bye; exit 3")
+    assert (failed.returncode, failed.stdout) == (3, "bye\n"), failed.stderr
+
+    dry = installed.kubectl(PLUGIN, "run", "--dry-run", "-n", namespace, "alpine", "true")
+    assert dry.returncode == 0, dry.stderr
+    pod = yaml.safe_load(dry.stdout)
+    assert (pod["kind"], pod["spec"]["containers"][0]["args"]) == ("Pod", ["true"])
+
+
+def test_kubectl_plugin_list_finds_it_without_a_warning(installed: KrewUser) -> None:
+    listed = installed.kubectl("plugin", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert str(installed.link) in listed.stdout.splitlines()
+    assert "warning" not in listed.stderr.lower(), listed.stderr
+
+
+def test_krew_uninstall_leaves_nothing_behind(
+    krew_bin: Path, releases: tuple[Built, Built], tmp_path: Path
+) -> None:
+    user = krew_user(tmp_path, krew_bin)
+    before = user.files()  # krew's own: its index
+    assert before and all(name.startswith("index/") for name in before)
+    user.install(releases[0])
+    assert len(user.files()) > len(before)  # the receipt, the store's files and the link
+    user.krew_do("uninstall", PLUGIN)
+    assert user.files() == before
+
+
+def git(*args: str | Path, cwd: Path) -> None:
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(cwd),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+    }
+    result = run(["git", *args], env, cwd)
+    assert result.returncode == 0, result.stderr
