@@ -1,5 +1,5 @@
-"""The release through the real krew: what a user's `kubectl krew install` does with what
-scripts/build-release makes.
+"""The release through the real krew: what a user's `kubectl krew install` and `kubectl krew
+upgrade` do with what scripts/build-release makes.
 
 krew and its `validate-krew-manifest` (sigs.k8s.io/krew, pinned) are built from the Go module
 proxy once per machine (tests/krew/build.py; `scripts/krew`). Without Go the module is skipped, and
@@ -16,15 +16,23 @@ KREW_DEFAULT_INDEX_URI points at a local git repository (krew never reaches GitH
 - `krew install --manifest --archive` links the plugin into $KREW_ROOT/bin, and `kubectl
   squarepeg` (krew's link; the venv's console scripts are not on PATH) prints the version,
   runs a container on the session's cluster (output, exit code) and a dry run, `kubectl
-  plugin list` shows it without a warning, and `krew uninstall` leaves nothing.
+  plugin list` shows it without a warning, and `krew uninstall` leaves nothing;
+- `krew upgrade` from v0.1.0 to v0.1.1, the way users get it (a plugin index, here a local
+  git repository whose manifests point at the archives on a loopback HTTP server; krew
+  0.4.3 upgrades only plugins from an index), keeps the user's config file and trusted
+  projects, and the old release's unpacked copy in the cache does not shadow the new one.
 """
 
 from __future__ import annotations
 
+import functools
+import http.server
 import os
 import shutil
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -308,6 +316,34 @@ def test_krew_uninstall_leaves_nothing_behind(
     assert user.files() == before
 
 
+# --- krew upgrade, from an index as users get it -------------------------------------------
+
+
+@pytest.fixture
+def served(releases: tuple[Built, Built]) -> Iterator[str]:
+    """Both releases' archives over HTTP on the loopback address: `{url}/vX/archive`."""
+    root = releases[0].out.parent / "served"
+    if not root.exists():
+        for built in releases:
+            (root / built.tag).mkdir(parents=True)
+            shutil.copyfile(built.archive, root / built.tag / built.archive.name)
+    handler = functools.partial(QuietHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
 def git(*args: str | Path, cwd: Path) -> None:
     env = {
         "PATH": os.environ["PATH"],
@@ -320,3 +356,58 @@ def git(*args: str | Path, cwd: Path) -> None:
     }
     result = run(["git", *args], env, cwd)
     assert result.returncode == 0, result.stderr
+
+
+def publish(index: Path, built: Built, url: str) -> None:
+    """Put `built`'s manifest into the index repository, its URIs on the local server."""
+    text = built.manifest.read_text("utf-8").replace(GITHUB_RELEASES, url)
+    (index / "plugins" / f"{PLUGIN}.yaml").write_text(text, "utf-8")
+    git("add", "-A", cwd=index)
+    git("commit", "-q", "-m", built.tag, cwd=index)
+
+
+def test_krew_upgrade_keeps_the_users_records_and_runs_the_new_release(
+    krew_bin: Path, releases: tuple[Built, Built], served: str, tmp_path: Path
+) -> None:
+    old, new = releases
+    index = plugin_index(tmp_path / "index")
+    publish(index, old, served)
+    user = krew_user(tmp_path / "user", krew_bin, index=index)
+    user.krew_do("install", PLUGIN)
+    assert (user.root / "receipts" / f"{PLUGIN}.yaml").is_file()
+
+    # The user's records: a config file, and a project file they trusted.
+    config_dir = Path(user.env["XDG_CONFIG_HOME"]) / "squarepeg"
+    config_dir.mkdir(parents=True)
+    (config_dir / "config.yaml").write_text("namespace: from-user-config\n", "utf-8")
+    project = user.cwd / ".squarepeg.yaml"
+    project.write_text("env:\n  FROM_PROJECT: '1'\n", "utf-8")
+    trusted = user.kubectl(PLUGIN, "config", "trust", str(project))
+    assert trusted.returncode == 0, trusted.stderr
+    records = {p: p.read_bytes() for p in sorted(config_dir.iterdir())}
+    assert [p.name for p in records] == ["config.yaml", "trusted.json"]
+
+    before = user.kubectl(PLUGIN, "--version")  # unpacks the old release into the cache
+    assert before.stdout.strip() == f"kubectl squarepeg {old.version}", before.stderr
+    cache = Path(user.env["XDG_CACHE_HOME"]) / "kubectl-squarepeg"
+    (old_unpacked,) = cache.iterdir()
+
+    publish(index, new, served)
+    upgraded = user.krew_do("upgrade", PLUGIN)
+    assert f"Upgraded plugin: {PLUGIN}" in upgraded.stderr
+    assert [p.name for p in (user.root / "store" / PLUGIN).iterdir()] == [new.tag]
+
+    after = user.kubectl(PLUGIN, "--version")
+    assert after.stdout.strip() == f"kubectl squarepeg {new.version}", after.stderr
+    assert {p: p.read_bytes() for p in sorted(config_dir.iterdir())} == records
+    dry = user.kubectl(PLUGIN, "run", "--dry-run", "alpine", "true")
+    assert dry.returncode == 0, dry.stderr
+    pod = yaml.safe_load(dry.stdout)
+    assert pod["metadata"]["namespace"] == "from-user-config"
+    assert {"name": "FROM_PROJECT", "value": "1"} in pod["spec"]["containers"][0]["env"]
+    # The old release's unpacked copy is still there, beside the new one, and unused.
+    unpacked = sorted(cache.iterdir())
+    assert len(unpacked) == 2 and old_unpacked in unpacked
+    (new_unpacked,) = set(unpacked) - {old_unpacked}
+    init = new_unpacked / "kubectl_squarepeg" / "__init__.py"
+    assert f'__version__ = "{new.version}"' in init.read_text("utf-8")
