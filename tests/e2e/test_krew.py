@@ -1,8 +1,10 @@
 """The release through the real krew: what a user's `kubectl krew install` and `kubectl krew
-upgrade` do with what scripts/build-release makes.
+upgrade` do with what scripts/build-release makes, and the manifest krew-release-bot would
+publish.
 
-krew and its `validate-krew-manifest` (sigs.k8s.io/krew, pinned) are built from the Go module
-proxy once per machine (tests/krew/build.py; `scripts/krew`). Without Go the module is skipped, and
+krew, its `validate-krew-manifest` (sigs.k8s.io/krew, pinned) and `render-krew-template`
+(Go's text/template with the bot's two functions) are built from the Go module proxy once
+per machine (tests/krew/build.py; `scripts/krew`). Without Go the module is skipped, and
 fails under SQUAREPEG_LOCALKUBE=required (CI), which must not pass without it.
 
 Two releases are built from one snapshot of the tree: the tree's version (v0.1.0) and the
@@ -20,7 +22,9 @@ KREW_DEFAULT_INDEX_URI points at a local git repository (krew never reaches GitH
 - `krew upgrade` from v0.1.0 to v0.1.1, the way users get it (a plugin index, here a local
   git repository whose manifests point at the archives on a loopback HTTP server; krew
   0.4.3 upgrades only plugins from an index), keeps the user's config file and trusted
-  projects, and the old release's unpacked copy in the cache does not shadow the new one.
+  projects, and the old release's unpacked copy in the cache does not shadow the new one;
+- `.krew.yaml` rendered for a tag as the bot renders it is the manifest build-release wrote
+  for that tag; pyproject's version, `--version`, the manifest and the archive's name agree.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -260,6 +265,74 @@ def test_krew_installs_the_served_platforms_and_refuses_the_others(
     store = user.root / "store" / PLUGIN / built.tag
     assert sorted(p.name for p in store.iterdir()) == ["LICENSE", EXECUTABLE]
     assert user.link.resolve() == (store / EXECUTABLE).resolve()
+
+
+def render_krew_template(krew_bin: Path, tag: str, assets: Path) -> str:
+    result = run(
+        [
+            krew_bin / krew_build.RENDER,
+            "-template",
+            ROOT / ".krew.yaml",
+            "-tag",
+            tag,
+            "-assets",
+            assets,
+        ],
+        {"PATH": os.environ["PATH"]},
+        ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_the_bots_template_renders_to_the_built_manifest(
+    krew_bin: Path, releases: tuple[Built, Built], tmp_path: Path
+) -> None:
+    for built in releases:
+        rendered = render_krew_template(krew_bin, built.tag, built.out)
+        assert yaml.safe_load(rendered) == yaml.safe_load(built.manifest.read_text("utf-8"))
+        # and the rendered text is one krew accepts as it stands (the bot's sha256 unquoted)
+        (tmp_path / "rendered.yaml").write_text(rendered, "utf-8")
+        validate(krew_bin, tmp_path / "rendered.yaml", tmp_path)
+
+
+def test_the_version_is_said_alike_everywhere(releases: tuple[Built, Built]) -> None:
+    pyproject = (ROOT / "pyproject.toml").read_text("utf-8")
+    declared = re.search(r'^version = "([^"]+)"', pyproject, re.MULTILINE)
+    assert declared and declared[1] == package_version()
+    for built in releases:
+        manifest = yaml.safe_load(built.manifest.read_text("utf-8"))
+        assert manifest["spec"]["version"] == built.tag
+        uris = {p["uri"] for p in manifest["spec"]["platforms"]}
+        assert uris == {f"{GITHUB_RELEASES}{built.tag}/{built.archive.name}"}
+        assert built.archive.name == f"{EXECUTABLE}-{built.tag}.tar.gz"
+        zipapp = built.out / EXECUTABLE
+        said = run([sys.executable, zipapp, "--version"], dict(os.environ), built.out)
+        assert said.stdout.strip() == f"kubectl squarepeg {built.version}", said.stderr
+    assert releases[0].version == declared[1]
+
+
+def test_a_version_bump_is_made_in_pyproject_and_the_package_only(tmp_path: Path) -> None:
+    source = snapshot(tmp_path / "source")
+    bumped = next_patch(package_version())
+    for name, pattern in (
+        ("pyproject.toml", r'^version = "[^"]+"'),
+        ("kubectl_squarepeg/__init__.py", r'^__version__ = "[^"]+"'),
+    ):
+        path = source / name
+        text = path.read_text("utf-8")
+        line = re.search(pattern, text, re.MULTILINE)
+        assert line
+        path.write_text(text.replace(line[0], re.sub(r'"[^"]+"', f'"{bumped}"', line[0])))
+    manifest = source / "plugin.yaml"  # the tree's own, as a release build rewrites it
+    build(source, tmp_path / "out", manifest, build_epoch())  # no --version
+    archive = tmp_path / "out" / f"{EXECUTABLE}-v{bumped}.tar.gz"
+    assert archive.is_file()
+    written = yaml.safe_load(manifest.read_text("utf-8"))
+    assert written["spec"]["version"] == f"v{bumped}"
+    assert {p["uri"] for p in written["spec"]["platforms"]} == {
+        f"{GITHUB_RELEASES}v{bumped}/{archive.name}"
+    }
 
 
 # --- installed, run, listed and uninstalled through krew -----------------------------------

@@ -1,13 +1,15 @@
 """krew itself for the tests: the real `krew` and its `validate-krew-manifest`, built from the
-Go module proxy at a pinned version.
+Go module proxy at a pinned version, and `render-krew-template` (./render), which renders
+krew-release-bot's `.krew.yaml` with Go's text/template as the bot does.
 
 Owns what is built and where it is kept (tests/e2e/test_krew.py uses it; `scripts/krew`
 is its command line):
 
 - `krew` and `validate-krew-manifest` of `sigs.k8s.io/krew` KREW_VERSION, by `go install
   PACKAGE@VERSION` (no module of the project's own: krew's go.mod is used as it is);
+- `render-krew-template`, from ./render (the standard library only);
 - into `$XDG_CACHE_HOME/kubectl-squarepeg/krew/KREW_VERSION/bin` (default `~/.cache/...`),
-  beside a stamp holding the hash of KREW_VERSION, the way localkube
+  beside a stamp holding the hash of KREW_VERSION and ./render's files, the way localkube
   keeps its binaries (tests/localkube/build.py's build_staged: a staging directory renamed
   into place only when every step succeeded, at `nice -n 19`). A lock file makes two
   sessions (or pytest workers) that build at once build once.
@@ -29,9 +31,11 @@ from tests.localkube import build
 
 KREW_VERSION = "v0.4.3"
 KREW_MODULE = "sigs.k8s.io/krew"
+RENDER_MODULE = Path(__file__).resolve().parent / "render"
 KREW = "krew"
 VALIDATE = "validate-krew-manifest"
-BINARIES = (KREW, VALIDATE)
+RENDER = "render-krew-template"
+BINARIES = (KREW, VALIDATE, RENDER)
 BuildError = build.BuildError
 
 
@@ -40,7 +44,11 @@ def bin_dir() -> Path:
 
 
 def source_hash() -> str:
-    return hashlib.sha256(f"{KREW_MODULE}@{KREW_VERSION}\0".encode()).hexdigest()[:16]
+    digest = hashlib.sha256(f"{KREW_MODULE}@{KREW_VERSION}\0".encode())
+    for path in sorted(p for p in RENDER_MODULE.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(RENDER_MODULE)).encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 def is_built() -> bool:
@@ -78,6 +86,8 @@ def ensure_built(say: Callable[[str], None]) -> bool:
         build.build_staged(bin_dir(), source_hash(), [
             (f"krew and validate-krew-manifest {KREW_VERSION} from the Go module proxy",
              _install_krew),
+            (RENDER, lambda staging, log_file: build.go_build(
+                RENDER_MODULE, ["."], staging / RENDER, "-s -w", log_file)),
         ], say, "build.log")
     return True
 
