@@ -49,7 +49,6 @@ from tests.e2e.test_packaging import (
     EXECUTABLE,
     PLUGIN,
     ROOT,
-    SECONDS,
     VENV_BIN,
     build,
     build_epoch,
@@ -58,6 +57,7 @@ from tests.e2e.test_packaging import (
     path_without_venv,
     snapshot,
 )
+from tests.e2e.test_wheel import run
 from tests.krew import build as krew_build
 
 GITHUB_RELEASES = "https://github.com/squarepeg-dev/kubectl-squarepeg/releases/download/"
@@ -135,20 +135,6 @@ def releases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Built, Built]:
     current = build_release(source, base / "current", epoch)
     upcoming = build_release(source, base / "next", epoch, next_patch(current.version))
     return current, upcoming
-
-
-def run(
-    argv: list[str | Path], env: dict[str, str], cwd: Path
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(a) for a in argv],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=SECONDS,
-    )
 
 
 @dataclass
