@@ -47,6 +47,8 @@ import yaml
 
 from tests.e2e.test_packaging import (
     EXECUTABLE,
+    KREW_KNOWN,
+    KREW_PLATFORMS,
     PLUGIN,
     ROOT,
     VENV_BIN,
@@ -61,17 +63,6 @@ from tests.e2e.test_wheel import run
 from tests.krew import build as krew_build
 
 GITHUB_RELEASES = "https://github.com/squarepeg-dev/kubectl-squarepeg/releases/download/"
-# Every platform krew knows (validate-krew-manifest's list) and the ones the manifest serves.
-KREW_KNOWN = [
-    (os_, arch)
-    for os_, arches in (
-        ("linux", ("386", "amd64", "arm", "arm64")),
-        ("darwin", ("386", "amd64", "arm64")),
-        ("windows", ("386", "amd64", "arm64")),
-    )
-    for arch in arches
-]
-SERVED = {(os_, arch) for os_ in ("linux", "darwin") for arch in ("amd64", "arm64")}
 
 pytestmark = pytest.mark.timeout(900)  # a first run builds krew (about 2 min at load 14)
 
@@ -243,7 +234,7 @@ def test_krew_installs_the_served_platforms_and_refuses_the_others(
         {**user.env, "KREW_OS": os_, "KREW_ARCH": arch},
         user.cwd,
     )
-    if (os_, arch) not in SERVED:
+    if (os_, arch) not in KREW_PLATFORMS:
         assert result.returncode != 0
         assert "does not offer installation for this platform" in result.stderr
         return
