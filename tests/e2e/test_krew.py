@@ -70,6 +70,8 @@ pytestmark = pytest.mark.timeout(900)  # a first run builds krew (about 2 min at
 @pytest.fixture(scope="session")
 def krew_bin() -> Path:
     """The folder of krew, validate-krew-manifest and render-krew-template, built if needed."""
+    if krew_build.is_built():
+        return krew_build.bin_dir()
     if shutil.which("go") is None:
         message = "the krew tests need Go (1.22 or newer) on PATH to build krew"
         if os.environ.get("SQUAREPEG_LOCALKUBE") == "required":
