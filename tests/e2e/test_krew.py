@@ -64,7 +64,7 @@ from tests.krew import build as krew_build
 
 GITHUB_RELEASES = "https://github.com/squarepeg-dev/kubectl-squarepeg/releases/download/"
 
-pytestmark = pytest.mark.timeout(900)  # a first run builds krew (about 2 min at load 14)
+pytestmark = pytest.mark.timeout(900)  # a first run builds krew (6 min with empty Go caches)
 
 
 @pytest.fixture(scope="session")
