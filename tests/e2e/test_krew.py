@@ -24,7 +24,8 @@ KREW_DEFAULT_INDEX_URI points at a local git repository (krew never reaches GitH
   0.4.3 upgrades only plugins from an index), keeps the user's config file and trusted
   projects, and the old release's unpacked copy in the cache does not shadow the new one;
 - `.krew.yaml` rendered for a tag as the bot renders it is the manifest build-release wrote
-  for that tag; pyproject's version, `--version`, the manifest and the archive's name agree.
+  for that tag; pyproject's version, `--version`, the manifest and the archive's name agree;
+  the release workflow passes actionlint (built with krew).
 """
 
 from __future__ import annotations
@@ -273,6 +274,14 @@ def test_the_bots_template_renders_to_the_built_manifest(
         # and the rendered text is one krew accepts as it stands (the bot's sha256 unquoted)
         (tmp_path / "rendered.yaml").write_text(rendered, "utf-8")
         validate(krew_bin, tmp_path / "rendered.yaml", tmp_path)
+
+
+def test_the_release_workflow_passes_actionlint(krew_bin: Path, tmp_path: Path) -> None:
+    # Its syntax, expressions, job graph and the inputs of the actions it uses; the shell
+    # scripts too where shellcheck is installed.
+    workflow = ROOT / ".github" / "workflows" / "release.yml"
+    result = run([krew_bin / krew_build.ACTIONLINT, "-no-color", workflow], dict(os.environ), ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_the_version_is_said_alike_everywhere(releases: tuple[Built, Built]) -> None:

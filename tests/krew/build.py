@@ -1,6 +1,7 @@
 """krew itself for the tests: the real `krew` and its `validate-krew-manifest`, built from the
-Go module proxy at a pinned version, and `render-krew-template` (./render), which renders
-krew-release-bot's `.krew.yaml` with Go's text/template as the bot does.
+Go module proxy at a pinned version, `render-krew-template` (./render), which renders
+krew-release-bot's `.krew.yaml` with Go's text/template as the bot does, and `actionlint`
+(pinned), which checks the release workflow.
 
 Owns what is built and where it is kept (tests/e2e/test_krew.py uses it; `scripts/krew`
 is its command line):
@@ -8,8 +9,9 @@ is its command line):
 - `krew` and `validate-krew-manifest` of `sigs.k8s.io/krew` KREW_VERSION, by `go install
   PACKAGE@VERSION` (no module of the project's own: krew's go.mod is used as it is);
 - `render-krew-template`, from ./render (the standard library only);
+- `actionlint` of `github.com/rhysd/actionlint` ACTIONLINT_VERSION, by `go install`;
 - into `$XDG_CACHE_HOME/kubectl-squarepeg/krew/KREW_VERSION/bin` (default `~/.cache/...`),
-  beside a stamp holding the hash of KREW_VERSION and ./render's files, the way localkube
+  beside a stamp holding the hash of the pinned versions and ./render's files, the way localkube
   keeps its binaries (tests/localkube/build.py's build_staged: a staging directory renamed
   into place only when every step succeeded, at `nice -n 19`). A lock file makes two
   sessions (or pytest workers) that build at once build once.
@@ -35,7 +37,10 @@ RENDER_MODULE = Path(__file__).resolve().parent / "render"
 KREW = "krew"
 VALIDATE = "validate-krew-manifest"
 RENDER = "render-krew-template"
-BINARIES = (KREW, VALIDATE, RENDER)
+ACTIONLINT_MODULE = "github.com/rhysd/actionlint"
+ACTIONLINT_VERSION = "v1.7.12"
+ACTIONLINT = "actionlint"
+BINARIES = (KREW, VALIDATE, RENDER, ACTIONLINT)
 BuildError = build.BuildError
 
 
@@ -44,7 +49,8 @@ def bin_dir() -> Path:
 
 
 def source_hash() -> str:
-    digest = hashlib.sha256(f"{KREW_MODULE}@{KREW_VERSION}\0".encode())
+    pinned = f"{KREW_MODULE}@{KREW_VERSION}\0{ACTIONLINT_MODULE}@{ACTIONLINT_VERSION}\0"
+    digest = hashlib.sha256(pinned.encode())
     for path in sorted(p for p in RENDER_MODULE.rglob("*") if p.is_file()):
         digest.update(str(path.relative_to(RENDER_MODULE)).encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
@@ -68,11 +74,13 @@ def _locked() -> Iterator[None]:
         yield
 
 
-def _install_krew(staging: Path, log_file: Path) -> None:
-    packages = [f"{KREW_MODULE}/cmd/{name}@{KREW_VERSION}" for name in (KREW, VALIDATE)]
-    build.run_logged([build.go_command(), "install", "-trimpath", "-ldflags", "-s -w",
-                      *packages], staging, log_file, "go install",
-                     {"GOBIN": str(staging), "GOFLAGS": "-buildvcs=false"})
+def _go_install(what: str, packages: list[str]) -> build.Step:
+    def install(staging: Path, log_file: Path) -> None:
+        build.run_logged([build.go_command(), "install", "-trimpath", "-ldflags", "-s -w",
+                          *packages], staging, log_file, "go install",
+                         {"GOBIN": str(staging), "GOFLAGS": "-buildvcs=false"})
+
+    return f"{what} from the Go module proxy", install
 
 
 def ensure_built(say: Callable[[str], None]) -> bool:
@@ -84,8 +92,10 @@ def ensure_built(say: Callable[[str], None]) -> bool:
         if is_built():  # another process built it while this one waited
             return False
         build.build_staged(bin_dir(), source_hash(), [
-            (f"krew and validate-krew-manifest {KREW_VERSION} from the Go module proxy",
-             _install_krew),
+            _go_install(f"krew and validate-krew-manifest {KREW_VERSION}",
+                        [f"{KREW_MODULE}/cmd/{name}@{KREW_VERSION}" for name in (KREW, VALIDATE)]),
+            _go_install(f"actionlint {ACTIONLINT_VERSION}",
+                        [f"{ACTIONLINT_MODULE}/cmd/{ACTIONLINT}@{ACTIONLINT_VERSION}"]),
             (RENDER, lambda staging, log_file: build.go_build(
                 RENDER_MODULE, ["."], staging / RENDER, "-s -w", log_file)),
         ], say, "build.log")
