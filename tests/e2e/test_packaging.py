@@ -54,6 +54,17 @@ EXECUTABLE = "kubectl-squarepeg"
 HELPER = "kubectl_complete-squarepeg"
 DEPENDENCIES = ("click", "yaml", "jsonpatch", "jsonpointer", "sh")
 KREW_PLATFORMS = {(os_, arch) for os_ in ("linux", "darwin") for arch in ("amd64", "arm64")}
+# Every platform krew knows (validate-krew-manifest's list): the selectors must pick exactly
+# KREW_PLATFORMS among them.
+KREW_KNOWN = [
+    (os_, arch)
+    for os_, arches in (
+        ("linux", ("386", "amd64", "arm", "arm64")),
+        ("darwin", ("386", "amd64", "arm64")),
+        ("windows", ("386", "amd64", "arm64")),
+    )
+    for arch in arches
+]
 SEMVER_WITH_V = re.compile(
     r"v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
     r"(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?"
@@ -139,8 +150,10 @@ def build(
     epoch: str,
     timezone: str | None = None,
     umask: int = -1,
+    version: str | None = None,
 ) -> Path:
-    """Run SOURCE's scripts/build-release into OUT; the archive's path."""
+    """Run SOURCE's scripts/build-release into OUT (as `version`, with --version); the
+    archive's path."""
     env = {**os.environ, "SOURCE_DATE_EPOCH": epoch}
     if timezone is not None:
         env["TZ"] = timezone
@@ -155,6 +168,7 @@ def build(
             str(manifest),
             "--cache",
             str(WHEEL_CACHE),
+            *(["--version", version] if version else []),
         ],
         capture_output=True,
         text=True,
@@ -164,7 +178,7 @@ def build(
         umask=umask,
     )
     assert result.returncode == 0, f"build-release failed:\n{result.stderr}"
-    return out / f"{EXECUTABLE}-v{package_version()}.tar.gz"
+    return out / f"{EXECUTABLE}-v{version or package_version()}.tar.gz"
 
 
 @pytest.fixture(scope="session")
@@ -280,12 +294,27 @@ def check_krew_manifest(manifest: dict[str, Any], version: str) -> list[dict[str
         for operation in platform["files"]:
             assert operation["from"] and operation["to"]
             assert os.path.normpath(operation["to"]) == operation["to"], "`to` is not clean"
-        labels = platform["selector"]["matchLabels"]
-        assert set(labels) == {"os", "arch"}, "selectors use os and arch only, both"
-        selected.append((labels["os"], labels["arch"]))
+        selected += [(o, a) for o, a in KREW_KNOWN if selects(platform["selector"], o, a)]
     assert len(selected) == len(set(selected)), f"overlapping selectors: {selected}"
     assert set(selected) == KREW_PLATFORMS
     return platforms
+
+
+def selects(selector: dict[str, Any], os_: str, arch: str) -> bool:
+    """Whether a krew platform selector (a label selector on os and arch only: matchLabels,
+    matchExpressions with In or NotIn) picks this os and arch."""
+    labels = {"os": os_, "arch": arch}
+    assert selector and set(selector) <= {"matchLabels", "matchExpressions"}
+    for key, value in selector.get("matchLabels", {}).items():
+        assert key in labels, "selectors use os and arch only"
+        if labels[key] != value:
+            return False
+    for expression in selector.get("matchExpressions", []):
+        assert expression["key"] in labels, "selectors use os and arch only"
+        assert expression["operator"] in ("In", "NotIn")
+        if (labels[expression["key"]] in expression["values"]) != (expression["operator"] == "In"):
+            return False
+    return True
 
 
 def test_the_committed_manifest_follows_krews_rules() -> None:
@@ -322,9 +351,7 @@ def install_like_krew(archive: Path, manifest: dict[str, Any], krew_root: Path) 
     """Unpack, apply the linux/amd64 platform's `files`, and link `bin` relatively into
     $KREW_ROOT/bin, as krew's installation package does. The installed executable."""
     platform = next(
-        p
-        for p in manifest["spec"]["platforms"]
-        if p["selector"]["matchLabels"] == {"os": "linux", "arch": "amd64"}
+        p for p in manifest["spec"]["platforms"] if selects(p["selector"], "linux", "amd64")
     )
     download = krew_root / "downloads"
     download.mkdir(parents=True)
