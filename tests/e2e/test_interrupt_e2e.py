@@ -14,6 +14,7 @@ its whole grace period, here `--stop-timeout` seconds, and squarepeg does not wa
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -34,6 +35,7 @@ from tests.e2e.conftest import (
     skip_where_the_kubelet_owns_pod_status,
     wait_until,
 )
+from tests.e2e.test_run import pod_phase
 from tests.helpers import stop_process
 
 STOP_TIMEOUT = 3
@@ -43,6 +45,9 @@ SLEEPER = ("--stop-timeout", str(STOP_TIMEOUT), "alpine", "sh", "-c", "echo read
 PROMPT_SECONDS = 2.5
 # How long a deleted pod may take to go: its grace period, then the kubelet's confirmation.
 GONE_SECONDS = STOP_TIMEOUT + 20
+# Another user's pod with the run's name: long enough to be still terminating when the run
+# is refused, on a loaded machine too.
+THEIR_GRACE = 20
 
 
 def terminating_line(ref: str) -> str:
@@ -136,29 +141,63 @@ def test_one_ctrl_c_cleans_up_and_exits_130(
     assert time.monotonic() - gone > STOP_TIMEOUT - PROMPT_SECONDS - 1
 
 
-def test_a_name_refused_while_its_pod_terminates_says_for_how_long_at_most(
+def test_a_name_whose_earlier_pod_of_yours_terminates_is_waited_for(
     terminal: Any, squarepeg: Squarepeg, kubesim: Any, namespace: str
 ) -> None:
+    # Decision 0340 (was 0141's refusal): the earlier pod is the user's own and on its way
+    # out, so the run waits for it (at most its grace period, --stop-timeout) and proceeds.
     term = terminal("run", "--name", "again", *SLEEPER)
     wait_for_output(term)
     term.ctrl_c()
     assert term.wait() == 130, term.stderr()
-    again = squarepeg("run", "--name", "again", "alpine", "true")
+    began = time.monotonic()
+    again = squarepeg("run", "--name", "again", "alpine", "echo", "second")
+    assert again.code == 0, again.stderr
+    assert again.stdout == b"second\n"
+    assert time.monotonic() - began < STOP_TIMEOUT + GONE_SECONDS
+    wait_until(lambda: names(kubesim, namespace) == [], GONE_SECONDS, "the pod to go")
+
+
+def test_a_name_held_by_someone_elses_terminating_pod_says_for_how_long_at_most(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str
+) -> None:
+    made = kubesim.kubectl(
+        "run", "theirs", "--restart=Never", "--image=alpine",
+        "--labels=app.kubernetes.io/managed-by=squarepeg,squarepeg.io/created-by=someone-else",
+        "--overrides", json.dumps({"spec": {"terminationGracePeriodSeconds": THEIR_GRACE}}),
+        "-n", namespace, "--", "sleep", "300",
+    )
+    assert made.returncode == 0, made.stderr
+    wait_until(lambda: pod_phase(kubesim, namespace, "theirs") == "Running", GONE_SECONDS,
+               "their pod to run")
+    deleted = kubesim.kubectl("delete", "pod", "theirs", "-n", namespace, "--wait=false")
+    assert deleted.returncode == 0, deleted.stderr
+    again = squarepeg("run", "--name", "theirs", "alpine", "true")
     assert again.code == 125, again.stderr
     [said] = [line for line in again.lines if line.startswith("squarepeg: error:")]
     found = re.fullmatch(
-        rf"squarepeg: error: cannot create pod/again in namespace {namespace}: an earlier "
-        r"pod/again is still terminating; its grace period ends in (\d+)s at most "
+        rf"squarepeg: error: cannot create pod/theirs in namespace {namespace}: an earlier "
+        r"pod/theirs is still terminating; its grace period ends in (\d+)s at most "
         r"\(\d\d:\d\d:\d\d UTC\), when it is killed if it has not exited; wait for it with "
-        r"`kubectl wait --for=delete pod/again --timeout=(\d+)s [^`]+` and run again, or "
+        r"`kubectl wait --for=delete pod/theirs --timeout=(\d+)s [^`]+` and run again, or "
         r"choose another --name",
         said,
     )
     assert found is not None, said
-    assert int(found.group(1)) <= STOP_TIMEOUT
+    assert int(found.group(1)) <= THEIR_GRACE
     assert "kubectl delete" not in again.stderr  # not what is already being deleted
-    wait_until(lambda: names(kubesim, namespace) == [], GONE_SECONDS, "the old pod to go")
-    assert squarepeg("run", "--name", "again", "alpine", "true").code == 0
+    wait_until(lambda: names(kubesim, namespace) == [], GONE_SECONDS + THEIR_GRACE,
+               "their pod to go")
+
+
+@pytest.mark.parametrize("mode", ["pod", "job"])
+def test_three_runs_of_one_name_back_to_back_all_succeed(
+    squarepeg: Squarepeg, mode: str
+) -> None:
+    for attempt in range(3):
+        done = squarepeg("run", "--mode", mode, "--name", "migrate", "alpine", "echo",
+                         str(attempt))
+        assert (done.code, done.stdout) == (0, f"{attempt}\n".encode()), done.stderr
 
 
 SLOW_DELETE = """#!/bin/sh
