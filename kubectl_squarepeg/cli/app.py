@@ -552,6 +552,7 @@ def sweep(ctx: click.Context, /, **flags: Any) -> int:
         connection,
         created_by_value(_username(os.environ)),
         min_age=int(merged.values.get("orphan_sweep_min_age") or 0),
+        silence=float(merged.values.get("orphan_sweep_silence") or 120.0),
         console=console,
         dry_run=bool(flags["dry_run"]),
     )

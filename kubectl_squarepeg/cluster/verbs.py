@@ -199,6 +199,11 @@ def label(target: Target, kind: str, name: str, assignment: str) -> kubectl.Resu
     return kubectl.run(["label", kind.lower(), name, assignment, "--overwrite"], target)
 
 
+def annotate(target: Target, kind: str, name: str, assignment: str) -> kubectl.Result:
+    """`kubectl annotate KIND NAME KEY=VALUE --overwrite`."""
+    return kubectl.run(["annotate", kind.lower(), name, assignment, "--overwrite"], target)
+
+
 # --- attach: the interactive runs (-i, -it) --------------------------------------------------
 
 

@@ -49,6 +49,9 @@ KEYS: dict[str, Key] = {
     "orphan_sweep_min_age": Key(
         "scalar", "a whole number of seconds", quantities.parse_nonnegative_int
     ),
+    "orphan_sweep_silence": Key(
+        "scalar", "seconds, or a duration like 90s or 5m", quantities.parse_duration_seconds
+    ),
     "job_ttl_seconds_after_finished": Key(
         "scalar", "a whole number of seconds", quantities.parse_int32
     ),
@@ -109,9 +112,10 @@ DEFAULTS: dict[str, Any] = {
     "cleanup": True,
     "orphan_sweep": True,
     "orphan_sweep_min_age": 300,
+    "orphan_sweep_silence": 120.0,
     "job_ttl_seconds_after_finished": 600,
 }
-DEFAULT_DISPLAY = {**DEFAULTS, "timeout": 300}
+DEFAULT_DISPLAY = {**DEFAULTS, "timeout": 300, "orphan_sweep_silence": 120}
 
 # Keys people try that are not keys, and what to do instead.
 NOT_KEYS = {

@@ -23,3 +23,7 @@ KEEP_LABEL: Final = "squarepeg.io/keep"
 # On a `run -d`'s Pod or Job: it outlives the command that made it, and no sweep takes it
 # (only `kubectl squarepeg rm`, or a Job's TTL with `-d --rm`): plan/detached.py.
 DETACHED_LABEL: Final = "squarepeg.io/detached"
+# An annotation, not a label: when the run that created a Pod or Job was last known alive
+# (UTC, RFC 3339, renewed by the run: run/heartbeat.py). A running resource whose run has
+# been silent longer than orphan_sweep_silence is an orphan (run/orphans.py; decision 0350).
+ALIVE_AT_ANNOTATION: Final = "squarepeg.io/alive-at"

@@ -71,6 +71,7 @@ class RunOptions:
     dry_run_server: bool = False
     orphan_sweep: bool = True
     orphan_sweep_min_age: int = 300
+    orphan_sweep_silence: float = 120.0
     job_ttl_seconds_after_finished: int = 600
     context: str | None = None
     kubeconfig: str | None = None
@@ -527,6 +528,7 @@ def build_run_options(
         dry_run_server=bool(flags.get("dry_run_server")),
         orphan_sweep=bool(m.conf("orphan_sweep", True)),
         orphan_sweep_min_age=int(m.conf("orphan_sweep_min_age", 300)),
+        orphan_sweep_silence=float(m.conf("orphan_sweep_silence", 120.0)),
         job_ttl_seconds_after_finished=int(m.conf("job_ttl_seconds_after_finished", 600)),
         context=m.scalar("context", values.parse_nonempty),
         kubeconfig=m.scalar("kubeconfig", values.parse_nonempty),

@@ -69,6 +69,7 @@ def start_sweep(state: RunState) -> None:
         state.connection,
         state.plan.created_by,
         min_age=options.orphan_sweep_min_age,
+        silence=options.orphan_sweep_silence,
         console=state.console,
         exclude_uid=state.uid,
         exclude_name=state.plan.name,
@@ -95,6 +96,8 @@ def cleanup(state: RunState) -> None:
         return
     state.cleaned = True
     try:
+        if state.heartbeat is not None:
+            state.heartbeat.stop()
         if state.terminal is not None:
             state.terminal.close()
             state.console.terminal_raw(False)
@@ -122,6 +125,8 @@ def release(state: RunState) -> None:
     that rides along with every run finish, end every child."""
     state.cleaned = True  # cleanup would delete it
     try:
+        if state.heartbeat is not None:
+            state.heartbeat.stop()
         if state.watch is not None:
             state.watch.close()
         start_sweep(state)

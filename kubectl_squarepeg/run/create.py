@@ -4,8 +4,8 @@ Owns the create and what may follow it (lifecycle spec, steps 4 and 5): the crea
 pod watch started together (their kubectl start-ups overlap; the watch tolerates a pod that
 does not exist yet); a create refused before anything was sent tried again for
 CREATE_RETRY_SECONDS (nothing was sent, so nothing is created twice); a name held by an
-earlier resource of the user's on its way out waited for, bounded, then created
-(decision 0340); any other refusal said as cluster/refusals.py words it; the upload of
+earlier run of the user's waited for, then created (run/earlier.py, decisions 0340 and
+0350); any other refusal said as cluster/refusals.py words it; the upload of
 `-v` files before `main` starts (run/files.py); the wait for the container's start, with
 its scheduling events and --timeout (run/watch.py).
 
@@ -18,19 +18,17 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kubectl_squarepeg.cluster import kubectl, podstate, verbs
 from kubectl_squarepeg.cluster.refusals import (
     BEING_DELETED,
-    CONFIRM_SLACK_SECONDS,
     refused_before_sending,
     rejection,
     terminating_refusal,
 )
-from kubectl_squarepeg.plan.labels import CREATED_BY_LABEL, MANAGED_BY, MANAGED_BY_LABEL
-from kubectl_squarepeg.run import watch
+from kubectl_squarepeg.run import earlier, watch
+from kubectl_squarepeg.run.heartbeat import Heartbeat
 from kubectl_squarepeg.run.state import RunState
 
 if TYPE_CHECKING:
@@ -38,8 +36,6 @@ if TYPE_CHECKING:
 
 CREATE_RETRY_SECONDS = 30.0
 CREATE_RETRY_FIRST_PAUSE, CREATE_RETRY_MAX_PAUSE = 0.5, 4.0
-# How often the wait for an earlier resource of the same name asks whether it has gone.
-GONE_POLL_SECONDS = 0.5
 
 
 def manifest_bytes_of(plan: Plan) -> bytes:
@@ -51,6 +47,8 @@ def start(state: RunState) -> tuple[watch.Event, str]:
     """Create the resource, fill its volumes, and wait until its container has started
     (or has ended, or its pod is gone): that event and the pod's name."""
     create(state)
+    # Until the cleanup (or a detached run's release) stops it: run/heartbeat.py.
+    state.heartbeat = Heartbeat(state.target, state.plan.kind, state.plan.name).start()
     assert state.watch is not None
     if state.files is not None:
         # The upload helper first: main starts on the filled volumes (run/files.py).
@@ -72,13 +70,13 @@ def start(state: RunState) -> tuple[watch.Event, str]:
 
 def create(state: RunState) -> None:
     """The create, tried again while the API server refuses the connection, and once after
-    an earlier resource of the user's with the same name has gone (decision 0340)."""
+    an earlier holder of the name of the user's own has gone (run/earlier.py)."""
     with state.shields.shield():
         result = kubectl.collect(_start_create_and_watch(state))
-        earlier = _judge(state, result, may_wait=True)
-    if earlier is not None:
+        holder = _judge(state, result, may_wait=True)
+    if holder is not None:
         # Nothing was created: a Ctrl-C while waiting ends the run at once.
-        _wait_until_gone(state, earlier)
+        earlier.wait_until_free(state, result, holder)
         assert state.watch is not None
         state.watch.close()  # it may have seen the earlier pod: a new one for ours
         with state.shields.shield():
@@ -101,76 +99,20 @@ def create(state: RunState) -> None:
 def _judge(state: RunState, result: kubectl.Result, *, may_wait: bool) -> dict[str, Any] | None:
     """What a create's answer means: created (noted), to try again (None, and not ok), or
     a refusal (raised, as cluster/refusals.py words it). With `may_wait`, a name held by
-    an earlier resource of the user's that is being deleted returns that resource, to be
-    waited for; anyone else's, or a live one, is refused."""
+    an earlier run of the user's returns that holder, to be waited for (run/earlier.py)."""
     if result.ok:
         _note_created(state, result)
         return None
     if refused_before_sending(result):
         return None
     plan = state.plan
+    holder = earlier.holder_to_wait_for(state, result) if may_wait else None
+    if holder is not None:
+        return holder
     if BEING_DELETED not in result.error_text:
         raise rejection(result, plan.kind, plan.name, state.commands)
     found = verbs.get_object(state.target, plan.kind, plan.name)
-    earlier = _parsed(found)
-    if may_wait and earlier is not None and _yours_and_going(state, earlier):
-        return earlier
     raise terminating_refusal(plan.kind, plan.name, state.commands, found)
-
-
-def _parsed(found: kubectl.Result) -> dict[str, Any] | None:
-    if not found.ok:
-        return None
-    try:
-        obj = json.loads(found.stdout)
-    except ValueError:
-        return None
-    return obj if isinstance(obj, dict) else None
-
-
-def _yours_and_going(state: RunState, obj: Mapping[str, Any]) -> bool:
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    return (
-        podstate.is_deleting(obj)
-        and labels.get(MANAGED_BY_LABEL) == MANAGED_BY
-        and labels.get(CREATED_BY_LABEL) == state.plan.created_by
-    )
-
-
-def _wait_until_gone(state: RunState, earlier: Mapping[str, Any]) -> None:
-    """Wait, on the status line, until the earlier resource (and a Job's pods) has gone:
-    at most until its grace period ends plus the kubelet's confirmation, and never longer
-    than --timeout; past that, the refusal of decision 0141."""
-    plan = state.plan
-    ref = f"{plan.kind.lower()}/{plan.name}"
-    began = time.monotonic()
-    due = podstate.deletion_deadline(earlier)
-    grace_left = (due.timestamp() - time.time()) if due is not None else 0.0
-    bound = min(max(grace_left, 0.0) + CONFIRM_SLACK_SECONDS, plan.options.timeout)
-    while True:
-        waited = time.monotonic() - began
-        state.console.progress(f"waiting for your earlier {ref} to go ({waited:.0f}s)")
-        if _gone(state):
-            state.console.end_progress()
-            return
-        if waited >= bound:
-            state.console.end_progress()
-            found = verbs.get_object(state.target, plan.kind, plan.name)
-            raise terminating_refusal(plan.kind, plan.name, state.commands, found)
-        time.sleep(GONE_POLL_SECONDS)
-
-
-def _gone(state: RunState) -> bool:
-    """Whether the name is free: the object is gone and, for a Job, so are its pods (a
-    new Job's watch selects its pods by the same `job-name` label)."""
-    plan = state.plan
-    found = verbs.get_object(state.target, plan.kind, plan.name)
-    if found.ok or b"NotFound" not in found.stderr:
-        return False
-    if plan.kind != "Job":
-        return True
-    pods = verbs.list_runs(state.target, f"job-name={plan.name}")
-    return pods.ok and not (_parsed(pods) or {}).get("items")
 
 
 def _note_created(state: RunState, result: kubectl.Result) -> None:
@@ -181,6 +123,8 @@ def _note_created(state: RunState, result: kubectl.Result) -> None:
         state.uid = podstate.uid(json.loads(result.stdout)) or None
     except ValueError:
         state.uid = None
+    if state.plan.kind == "Job" and state.watch is not None:
+        state.watch.job_uid = state.uid
 
 
 def _start_create(state: RunState, manifest: bytes) -> kubectl.Child:

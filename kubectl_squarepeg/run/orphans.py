@@ -1,11 +1,13 @@
 """Which of the user's Pods and Jobs are orphans ("The orphan sweep" in the lifecycle spec).
 
 Pure: from the listed Pods and Jobs and "now", the resources left behind by earlier runs
-(`select_orphans`). Two categories: *finished* (a Pod Succeeded/Failed, a Job Complete/Failed,
-older than the minimum age since it finished) and *stuck* (a Pod Pending with a container
-waiting on a fail-fast reason, or a Job with no condition yet whose child pod is so stuck,
-older than the minimum age since that pod was created). Anything else (Running, Pending
-without a fail-fast reason, Unknown, terminating) is never an orphan at any age; a pod with
+(`select_orphans`). Three categories: *finished* (a Pod Succeeded/Failed, a Job
+Complete/Failed, older than the minimum age since it finished), *stuck* (a Pod Pending with
+a container waiting on a fail-fast reason, or a Job with no condition yet whose child pod is
+so stuck, older than the minimum age since that pod was created), and *silent* (a Pod or Job not
+finished whose run has not renewed its `squarepeg.io/alive-at` annotation for
+orphan_sweep_silence: the run was killed, decision 0350). Anything else (Running or Pending
+without that annotation, Unknown, terminating) is never an orphan at any age; a pod with
 an owner (a Job's) is never deleted directly; the run's own resource is never a candidate.
 A detached run (`run -d`, labelled `squarepeg.io/detached`) is never a candidate either,
 running or finished, at any age: docker keeps an exited container until `docker rm`, and
@@ -27,6 +29,7 @@ from typing import Any, Final, Literal
 from kubectl_squarepeg.cluster import listed, podstate
 from kubectl_squarepeg.cluster.listed import kind_of, meta
 from kubectl_squarepeg.plan.labels import (
+    ALIVE_AT_ANNOTATION,
     CREATED_BY_LABEL,
     DETACHED_LABEL,
     KEEP_LABEL,
@@ -39,7 +42,13 @@ from kubectl_squarepeg.plan.labels import (
 
 FINISHED: Final = "finished"
 STUCK: Final = "stuck"
-Category = Literal["finished", "stuck"]
+SILENT: Final = "silent"
+Category = Literal["finished", "stuck", "silent"]
+# A running resource whose run has not renewed its ALIVE_AT_ANNOTATION for this long is an
+# orphan (orphan_sweep_silence): the run renews it every HEARTBEAT_SECONDS
+# (run/heartbeat.py), so four renewals in a row were missed, which leaves a minute and a half
+# for a slow API server and for the clocks of two machines that disagree (decision 0350).
+DEFAULT_SILENCE_SECONDS: Final = 120.0
 
 # The sweep never takes a finished Pod or Job younger than this since it finished, whatever
 # orphan_sweep_min_age says: it may be the resource of a run still in flight, which needs it
@@ -80,7 +89,7 @@ class Orphan:
     name: str
     category: Category
     reason: str  # the phase, the Job condition, or the waiting reason that makes it one
-    age_seconds: float  # since it finished (finished) or since it was created (stuck)
+    age_seconds: float  # since it finished, was created (stuck), or its run was last alive
     run_id: str | None = None  # its squarepeg.io/run-id label, when it can select it alone
 
     @property
@@ -92,6 +101,8 @@ class Orphan:
         age = format_age(self.age_seconds)
         if self.category == FINISHED:
             return f"{self.ref} ({FINISHED}: {self.reason} {age} ago)"
+        if self.category == SILENT:
+            return f"{self.ref} ({SILENT}: {self.reason}, its run last alive {age} ago)"
         return f"{self.ref} ({STUCK}: {self.reason}, created {age} ago)"
 
 
@@ -140,17 +151,27 @@ def _stuck_pod(pod: Mapping[str, Any], now: datetime) -> tuple[str, float] | Non
     return reason, age
 
 
+def _silent_for(item: Mapping[str, Any], now: datetime) -> float | None:
+    """Seconds since the run of a resource last said it was alive; None for a resource
+    that never said so (a run that could not annotate it, or an older squarepeg's)."""
+    annotations = meta(item).get("annotations") or {}
+    return _age(podstate.parse_time(annotations.get(ALIVE_AT_ANNOTATION)), now)
+
+
 def _pod_candidate(pod: Mapping[str, Any], now: datetime) -> Orphan | None:
-    """A finished (with a known finish time) or stuck bare Pod, whatever its age."""
+    """A finished (with a known finish time), stuck or silent bare Pod, whatever its age."""
     name = str(meta(pod).get("name", ""))
     phase = podstate.phase(pod)
     if phase in ("Succeeded", "Failed"):
         age = _age(podstate.finished_at(pod), now)
         return None if age is None else Orphan("Pod", name, FINISHED, phase, age, _run_id(pod))
     stuck = _stuck_pod(pod, now)
-    if stuck is None:
+    if stuck is not None:
+        return Orphan("Pod", name, STUCK, stuck[0], stuck[1], _run_id(pod))
+    silent = _silent_for(pod, now)
+    if silent is None:
         return None
-    return Orphan("Pod", name, STUCK, stuck[0], stuck[1], _run_id(pod))
+    return Orphan("Pod", name, SILENT, phase or "Pending", silent, _run_id(pod))
 
 
 _LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
@@ -174,15 +195,21 @@ def _job_candidate(
     # backoffLimit 0 never records a failure while the only pod retries its pull: judge the
     # Job by that pod (by the oldest, should there be more).
     stuck = [found for child in children if (found := _stuck_pod(child, now)) is not None]
-    if not stuck:
-        return None
-    reason, age = max(stuck, key=lambda found: found[1])
-    return Orphan("Job", name, STUCK, reason, age, _run_id(job))
+    if stuck:
+        reason, age = max(stuck, key=lambda found: found[1])
+        return Orphan("Job", name, STUCK, reason, age, _run_id(job))
+    silent = _silent_for(job, now)
+    return None if silent is None else Orphan("Job", name, SILENT, "Active", silent, _run_id(job))
 
 
-def required_age(category: Category, min_age: float) -> float:
+def required_age(
+    category: Category, min_age: float, silence: float = DEFAULT_SILENCE_SECONDS
+) -> float:
     """How old an orphan of `category` must be to be swept: `min_age` (orphan_sweep_min_age),
-    and for a finished one at least FINISHED_FLOOR_SECONDS."""
+    and for a finished one at least FINISHED_FLOOR_SECONDS; a silent one, `silence`
+    (orphan_sweep_silence), whatever min_age says."""
+    if category == SILENT:
+        return silence
     return max(min_age, FINISHED_FLOOR_SECONDS) if category == FINISHED else min_age
 
 
@@ -194,7 +221,8 @@ def find_candidates(
     exclude_uid: str | None = None,
     exclude_name: str | None = None,
 ) -> list[Orphan]:
-    """Every finished or stuck resource among listed Pods and Jobs, whatever its age: Jobs
+    """Every finished, stuck or silent resource among listed Pods and Jobs, whatever its
+    age: Jobs
     first, each kind in listing order. `select_orphans` keeps those old enough.
 
     `exclude_uid`/`exclude_name` name the run's own resource (its uid when known, else its
@@ -226,6 +254,7 @@ def select_orphans(
     created_by: str,
     now: datetime,
     min_age: float,
+    silence: float = DEFAULT_SILENCE_SECONDS,
     exclude_uid: str | None = None,
     exclude_name: str | None = None,
 ) -> list[Orphan]:
@@ -234,7 +263,7 @@ def select_orphans(
     candidates = find_candidates(
         items, created_by=created_by, now=now, exclude_uid=exclude_uid, exclude_name=exclude_name
     )
-    return judge_ages(candidates, min_age).orphans
+    return judge_ages(candidates, min_age, silence).orphans
 
 
 @dataclass(frozen=True)
@@ -242,14 +271,21 @@ class Judged:
     """The candidates, sorted by their age: what is swept, and why the rest is not."""
 
     orphans: list[Orphan]  # old enough
-    young: int  # younger than orphan_sweep_min_age
+    young: int  # finished or stuck, younger than orphan_sweep_min_age
     below_floor: int  # old enough for it, but finished less than FINISHED_FLOOR_SECONDS ago
 
 
-def judge_ages(candidates: Sequence[Orphan], min_age: float) -> Judged:
-    orphans = [c for c in candidates if c.age_seconds >= required_age(c.category, min_age)]
-    young = sum(c.age_seconds < min_age for c in candidates)
-    return Judged(orphans, young, len(candidates) - len(orphans) - young)
+def judge_ages(
+    candidates: Sequence[Orphan], min_age: float, silence: float = DEFAULT_SILENCE_SECONDS
+) -> Judged:
+    """Silent resources not yet silent for long enough are runs in flight, and not counted:
+    only finished and stuck ones are said as young or below the floor."""
+    orphans = [
+        c for c in candidates if c.age_seconds >= required_age(c.category, min_age, silence)
+    ]
+    waiting = [c for c in candidates if c.category != SILENT and c not in orphans]
+    young = sum(c.age_seconds < min_age for c in waiting)
+    return Judged(orphans, young, len(waiting) - young)
 
 
 def _unshared_run_ids(

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from kubectl_squarepeg.plan.manifest import Plan
     from kubectl_squarepeg.run import ports, sweep
     from kubectl_squarepeg.run.files import FileTransfer
+    from kubectl_squarepeg.run.heartbeat import Heartbeat
     from kubectl_squarepeg.run.loghead import HeadCheck
     from kubectl_squarepeg.terminal import session as terminal
     from kubectl_squarepeg.terminal.console import Console
@@ -81,6 +82,7 @@ class RunState:
     created: bool = False
     uid: str | None = None
     watch: watch.PodWatch | None = None
+    heartbeat: Heartbeat | None = None  # while the run goes on (run/heartbeat.py)
     # the output phase
     container_running: bool = False
     grace_seconds: int | None = None

@@ -29,6 +29,7 @@ from kubectl_squarepeg.cluster.listed import meta
 from kubectl_squarepeg.errors import ClusterError, SquarepegError
 from kubectl_squarepeg.plan.labels import RUN_ID_LABEL
 from kubectl_squarepeg.run.orphans import (
+    DEFAULT_SILENCE_SECONDS,
     FINISHED_FLOOR_SECONDS,
     Orphan,
     find_candidates,
@@ -190,6 +191,7 @@ def run_sweep(
     created_by: str,
     *,
     min_age: float,
+    silence: float = DEFAULT_SILENCE_SECONDS,
     exclude_uid: str | None = None,
     exclude_name: str | None = None,
     dry_run: bool = False,
@@ -205,7 +207,7 @@ def run_sweep(
         exclude_uid=exclude_uid,
         exclude_name=exclude_name,
     )
-    judged = judge_ages(candidates, min_age)
+    judged = judge_ages(candidates, min_age, silence)
     orphans, young, below_floor = judged.orphans, judged.young, judged.below_floor
     calls = 1
     if dry_run or not orphans:
@@ -254,6 +256,7 @@ def sweep_in_background(
     created_by: str,
     *,
     min_age: float,
+    silence: float = DEFAULT_SILENCE_SECONDS,
     console: Console,
     exclude_uid: str | None = None,
     exclude_name: str | None = None,
@@ -267,6 +270,7 @@ def sweep_in_background(
                 target,
                 created_by,
                 min_age=min_age,
+                silence=silence,
                 exclude_uid=exclude_uid,
                 exclude_name=exclude_name,
             )
@@ -295,12 +299,13 @@ def sweep_now(
     created_by: str,
     *,
     min_age: float,
+    silence: float = DEFAULT_SILENCE_SECONDS,
     console: Console,
     dry_run: bool = False,
 ) -> int:
     """`kubectl squarepeg sweep`: sweep now, one line per orphan; 0, or a ClusterError."""
     target = connection.target
-    result = run_sweep(target, created_by, min_age=min_age, dry_run=dry_run)
+    result = run_sweep(target, created_by, min_age=min_age, silence=silence, dry_run=dry_run)
     verb = "would delete" if dry_run else "deleted"
     listed = result.orphans if dry_run else result.deleted
     for orphan in listed:

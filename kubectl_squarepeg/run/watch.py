@@ -151,6 +151,9 @@ class PodWatch:
         self._backoff = _BACKOFF_START
         self._retry_at = 0.0
         self.restarts = 0
+        # Job mode: the Job's uid once its create has answered; a pod is followed only if
+        # that Job owns it (the `job-name` label selects an earlier Job's pods too).
+        self.job_uid: str | None = None
 
     @property
     def pod_name(self) -> str | None:
@@ -241,10 +244,17 @@ class PodWatch:
             return None
         self._failing_since = None
         if self._pod is None:
+            if self.job_uid is not None and not _owned_by(event.pod, self.job_uid):
+                return None  # an earlier Job's of the same name, still going (0340)
             self._pod = podstate.name(event.pod)
         elif podstate.name(event.pod) != self._pod:
             return None
         return event
+
+
+def _owned_by(pod: Mapping[str, Any], uid: str) -> bool:
+    owners = (pod.get("metadata") or {}).get("ownerReferences") or []
+    return any(isinstance(o, Mapping) and o.get("uid") == uid for o in owners)
 
 
 class EventReporter:

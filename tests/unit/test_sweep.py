@@ -453,3 +453,49 @@ def test_describe_names_the_category_reason_and_age() -> None:
     assert Orphan("Job", "j", "stuck", "ErrImagePull", 360, "run-j").describe() == (
         "job/j (stuck: ErrImagePull, created 6m ago)"
     )
+
+
+# --- silent: a run killed while its resource ran (decision 0350) -------------------------
+
+
+def alive(seconds_ago: float) -> dict[str, str]:
+    return {"squarepeg.io/alive-at": ts(seconds_ago)}
+
+
+def test_a_running_pod_whose_run_went_silent_is_an_orphan_past_the_silence_only() -> None:
+    silent = pod("killed", "Running", annotations=alive(150))
+    beating = pod("live", "Running", annotations=alive(20))
+    never = pod("old-squarepeg", "Running")  # no heartbeat: never taken for silent
+    assert [o.describe() for o in select(silent, beating, never)] == [
+        "pod/killed (silent: Running, its run last alive 2m ago)"
+    ]
+    assert select(silent, silence=200.0) == []
+
+
+def test_silence_is_its_own_bound_whatever_the_minimum_age_says() -> None:
+    silent = pod("killed", "Pending", annotations=alive(130))
+    found = orphans.select_orphans([silent], created_by=USER, now=NOW, min_age=3600)
+    assert [o.name for o in found] == ["killed"]
+    judged = orphans.judge_ages(
+        orphans.find_candidates([pod("live", "Running", annotations=alive(5))],
+                                created_by=USER, now=NOW),
+        MIN_AGE,
+    )
+    # A run in flight is neither an orphan nor counted as young or below the floor.
+    assert (judged.orphans, judged.young, judged.below_floor) == ([], 0, 0)
+
+
+def test_a_job_whose_run_went_silent_is_an_orphan_and_its_pod_is_not_deleted_directly() -> None:
+    silent = job("killed-job", created=600, annotations=alive(121))
+    child = pod("killed-job-abcde", "Running", owner_uid="uid-killed-job")
+    assert [(o.kind, o.category, o.reason) for o in select(silent, child)] == [
+        ("Job", "silent", "Active")
+    ]
+
+
+def test_kept_and_detached_runs_are_never_silent_orphans() -> None:
+    kept = pod("kept", "Running", annotations=alive(999),
+               labels=labels(**{"squarepeg.io/keep": "true"}))
+    detached = pod("bg", "Running", annotations=alive(999),
+                   labels=labels(**{"squarepeg.io/detached": "true"}))
+    assert select(kept, detached) == []
