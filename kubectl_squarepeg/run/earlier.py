@@ -32,7 +32,6 @@ from kubectl_squarepeg.cluster.refusals import (
     terminating_refusal,
 )
 from kubectl_squarepeg.plan.labels import (
-    ALIVE_AT_ANNOTATION,
     CREATED_BY_LABEL,
     DETACHED_LABEL,
     KEEP_LABEL,
@@ -40,6 +39,7 @@ from kubectl_squarepeg.plan.labels import (
     MANAGED_BY_LABEL,
 )
 from kubectl_squarepeg.run.heartbeat import HEARTBEAT_SECONDS
+from kubectl_squarepeg.run.orphans import last_alive
 from kubectl_squarepeg.run.state import RunState
 
 # How often the wait asks whether the name is free.
@@ -145,6 +145,5 @@ def _yours(state: RunState, holder: Mapping[str, Any]) -> bool:
 
 
 def _last_alive(holder: Mapping[str, Any]) -> float | None:
-    annotations = (holder.get("metadata") or {}).get("annotations") or {}
-    when = podstate.parse_time(annotations.get(ALIVE_AT_ANNOTATION))
+    when = last_alive(holder)
     return None if when is None else when.timestamp()

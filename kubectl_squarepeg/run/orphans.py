@@ -151,11 +151,15 @@ def _stuck_pod(pod: Mapping[str, Any], now: datetime) -> tuple[str, float] | Non
     return reason, age
 
 
-def _silent_for(item: Mapping[str, Any], now: datetime) -> float | None:
-    """Seconds since the run of a resource last said it was alive; None for a resource
-    that never said so (a run that could not annotate it, or an older squarepeg's)."""
+def last_alive(item: Mapping[str, Any]) -> datetime | None:
+    """When the run of a resource last said it was alive (run/heartbeat.py); None for a
+    resource that never said so (a run that could not annotate it, an older squarepeg's)."""
     annotations = meta(item).get("annotations") or {}
-    return _age(podstate.parse_time(annotations.get(ALIVE_AT_ANNOTATION)), now)
+    return podstate.parse_time(annotations.get(ALIVE_AT_ANNOTATION))
+
+
+def _silent_for(item: Mapping[str, Any], now: datetime) -> float | None:
+    return _age(last_alive(item), now)
 
 
 def _pod_candidate(pod: Mapping[str, Any], now: datetime) -> Orphan | None:
