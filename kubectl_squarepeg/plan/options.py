@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from kubectl_squarepeg.errors import UsageError
-from kubectl_squarepeg.plan import filehelpers, mounts, ports, values
+from kubectl_squarepeg.plan import dockerflags, filehelpers, mounts, ports, values
 from kubectl_squarepeg.plan.configured import Configured
 from kubectl_squarepeg.plan.mounts import BindMount, VolumeMount
 from kubectl_squarepeg.plan.values import Tmpfs, ValueProblem
@@ -32,14 +32,11 @@ from kubectl_squarepeg.plan.values import Tmpfs, ValueProblem
 Mode = Literal["pod", "job"]
 T = TypeVar("T")
 
-# The config key of each repeatable flag whose key is not its own name (config.KEYS).
+# The config key of each flag whose key is not its parameter's name (the table's rows).
 CONFIG_KEY = {
-    "label": "labels",
-    "annotation": "annotations",
-    "toleration": "tolerations",
-    "image_pull_secret": "image_pull_secrets",
-    "dns_option": "dns_options",
-    "sysctl": "sysctls",
+    flag.param: flag.key_name
+    for flag in dockerflags.FLAGS
+    if flag.key_name is not None and flag.key_name != flag.param
 }
 
 

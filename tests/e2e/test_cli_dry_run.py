@@ -1210,6 +1210,8 @@ def test_help_and_version_load_only_click(sandbox: Sandbox) -> None:
             "kubectl_squarepeg.cli.app",
             "kubectl_squarepeg.terminal.console",
             "kubectl_squarepeg.plan.dockerflags",
+            "kubectl_squarepeg.plan.flagrow",
+            "kubectl_squarepeg.plan.flagtexts",
             "kubectl_squarepeg.errors",
         }
         assert not {"yaml", "sh", "jsonpatch"} & imported_modules(sandbox, *args)
