@@ -1,15 +1,22 @@
-"""The flag page made from the flag table (plan/dockerflags.py).
+"""The two flag pages made from the flag table (plan/dockerflags.py).
 
 docs/docker-flags.md is generated whole: every flag of `docker run`, by name, and
-squarepeg's answer. `scripts/gen-docker-flags` writes it; tests/unit/test_dockerflags.py
-fails while the committed page differs from what this module makes. Only that script and
-the tests import it.
+squarepeg's answer. docs/flags.md is written by hand around one generated part, the table of
+`run`'s flags between the FLAGS_BEGIN and FLAGS_END lines, in `run --help`'s order.
+`scripts/gen-docker-flags` writes both; tests/unit/test_dockerflags.py fails while a
+committed page differs from what this module makes. Only that script and the tests import it.
 """
 
 from __future__ import annotations
 
 from kubectl_squarepeg.plan.dockerflags import FLAGS
 from kubectl_squarepeg.plan.flagrow import Flag
+
+FLAGS_BEGIN = (
+    "<!-- generated from kubectl_squarepeg/plan/dockerflags.py by scripts/gen-docker-flags; "
+    "edit the table there -->"
+)
+FLAGS_END = "<!-- end of the generated table -->"
 
 _HEADINGS = {
     "supported": "what it sets",
@@ -43,3 +50,44 @@ def docker_flags_markdown() -> str:
         names = ", ".join(f"`{name}`" for name in flag.names)
         lines.append(f"| {names} | {flag.status} | {flag.meaning} | {flag.note} |")
     return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _shown_names(flag: Flag) -> str:
+    names = flag.names[:-1] if flag.hidden_alias else flag.names
+    shown = ", ".join(names)
+    if flag.takes_value:
+        shown += f" {flag.metavar}"
+    return f"`{_cell(shown)}`"
+
+
+def flags_table() -> str:
+    """The table of `run`'s flags in docs/flags.md, between its two marker lines."""
+    lines = [
+        FLAGS_BEGIN,
+        "",
+        "| flag | what it sets | config key | difference from docker |",
+        "|---|---|---|---|",
+    ]
+    for flag in FLAGS:
+        if not flag.is_option or flag.status == "refused":
+            continue
+        key = f"`{flag.key_name}`" if flag.key_name else ""
+        origin = flag.note
+        if flag.status == "squarepeg":
+            origin = "squarepeg's own: docker has no such flag"
+        many = " (repeatable)" if flag.many else ""
+        lines.append(
+            f"| {_shown_names(flag)}{many} | {_cell(flag.meaning)} | {key} | {_cell(origin)} |"
+        )
+    lines += ["", FLAGS_END]
+    return "\n".join(lines)
+
+
+def flags_page(current: str) -> str:
+    """docs/flags.md as it must be: `current` with its generated table made anew."""
+    begin, end = current.index(FLAGS_BEGIN), current.index(FLAGS_END) + len(FLAGS_END)
+    return current[:begin] + flags_table() + current[end:]
