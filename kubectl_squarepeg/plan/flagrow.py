@@ -2,7 +2,7 @@
 
 A `Flag` carries its names, docker's status and squarepeg's answer (the texts of
 docs/docker-flags.md), the click option's metavar, help and shape, the parser of its value,
-and its config key. The table itself is
+its config key, and how a value that no RunOptions field holds is merged. The table itself is
 plan/dockerflags.py; cli/app.py makes `run`'s options from it, config/keys.py the config keys,
 plan/options.py the flag -> key lookup, and plan/flagdocs.py the two flag pages.
 
@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 Status = Literal["supported", "different", "refused", "squarepeg"]
 Kind = Literal["scalar", "bool", "map", "list"]
+# How build_run_options merges a value that no RunOptions field holds (plan/options.py).
+Merge = Literal["scalar", "switch", "listing"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,9 @@ class Flag:
     difference from docker (or what to use instead). `metavar` is None for a flag that takes
     no value; completion reads it (`a|b` offers those values, FILE offers file names).
     `exposed` False: the value is checked or ignored, never handed to the command body.
-    `hidden_alias`: the last name is parsed but left out of `--help`, as docker hides it."""
+    `hidden_alias`: the last name is parsed but left out of `--help`, as docker hides it.
+    `merge`: a value without a RunOptions field, merged by build_run_options into
+    `RunOptions.table_values` (podspec reads it there)."""
 
     names: tuple[str, ...]
     status: Status
@@ -69,6 +73,7 @@ class Flag:
     dest: str = ""
     exposed: bool = True
     hidden_alias: bool = False
+    merge: Merge | None = None
 
     @property
     def takes_value(self) -> bool:

@@ -99,6 +99,9 @@ class RunOptions:
     publish: tuple[ports.PublishedPort, ...] = ()  # -p: forwarded while the run lasts
     files_helper_image: str = filehelpers.DEFAULT_HELPER_IMAGE
     max_upload_bytes: int = mounts.DEFAULT_MAX_UPLOAD_BYTES
+    # The flags with no field above whose row says how they merge (dockerflags `merge`), by
+    # parameter: a flag added by its row alone reaches podspec.py here (None when not set).
+    table_values: Mapping[str, Any] = field(default_factory=dict)
     # Parameters given on the command line (click names: "cpus", "cap_add", "image", ...).
     explicit: frozenset[str] = frozenset()
     # For mapping flags: param -> {key given on the command line -> the flag that set it}.
@@ -182,6 +185,20 @@ class _Merger:
             merged[key] = value
             self.cli_keys.setdefault(param, {})[key] = flag_name(param)
         return merged
+
+
+def _table_values(merger: _Merger) -> dict[str, Any]:
+    """The values of the flags whose row says how they merge, laid over config."""
+    merged: dict[str, Any] = {}
+    for flag in dockerflags.FLAGS:
+        parse = flag.parse or str
+        if flag.merge == "scalar":
+            merged[flag.param] = merger.scalar(flag.param, parse, flag.key and flag.key.default)
+        elif flag.merge == "switch":
+            merged[flag.param] = merger.switch(flag.param)
+        elif flag.merge == "listing":
+            merged[flag.param] = merger.listing(flag.param, parse)
+    return merged
 
 
 def _checked_pair(
@@ -547,6 +564,7 @@ def build_run_options(
         publish=_published(m),
         files_helper_image=str(m.conf("files_helper_image", filehelpers.DEFAULT_HELPER_IMAGE)),
         max_upload_bytes=int(m.conf("max_upload_bytes", mounts.DEFAULT_MAX_UPLOAD_BYTES)),
+        table_values=_table_values(m),
         explicit=frozenset(p for p in explicit if m.given(p)) | {"image"},
         cli_keys={k: dict(v) for k, v in m.cli_keys.items()},
     )
