@@ -269,6 +269,18 @@ FLAGS: tuple[Flag, ...] = (
         key=ConfigKey("list", "a list of resolv.conf options like [ndots:2]", "dns_options"),
     ),
     ok(
+        "--stop-signal",
+        "the main container's `lifecycle.stopSignal`, and the pod's `spec.os.name` (`linux`, or "
+        "--platform's OS), which Kubernetes requires with it",
+        "a name (`SIGINT`, `int`) or docker's Linux number (`2`); only clusters with the "
+        "ContainerStopSignals feature gate on (alpha since 1.33, off by default) keep it, others "
+        "drop it without a word and the image's STOPSIGNAL applies: `--dry-run-server` shows "
+        "which ([decision 0310](decisions/0310-stop-signal.md))",
+        metavar="SIGNAL", help="Signal that stops the container (where the cluster allows).",
+        parse=Parser("podspec", "parse_stop_signal"), merge="scalar",
+        key=ConfigKey("scalar", "a signal name like SIGINT"),
+    ),
+    ok(
         "--stop-timeout",
         "`terminationGracePeriodSeconds`",
         metavar="SECONDS", help="Grace period before SIGKILL.",
@@ -540,11 +552,6 @@ FLAGS: tuple[Flag, ...] = (
         "--sig-proxy",
         "squarepeg handles Ctrl-C itself: the first deletes the pod, the second leaves it",
         "leave it out",
-    ),
-    no(
-        "--stop-signal",
-        "the kubelet stops a container with the image's STOPSIGNAL",
-        "set STOPSIGNAL in the image",
     ),
     no(
         "--storage-opt",
