@@ -1,9 +1,10 @@
-"""The two flag pages made from the flag table (plan/dockerflags.py).
+"""The pages made from the flag table (plan/dockerflags.py).
 
 docs/docker-flags.md is generated whole: every flag of `docker run`, by name, and
 squarepeg's answer. docs/flags.md is written by hand around one generated part, the table of
-`run`'s flags between the FLAGS_BEGIN and FLAGS_END lines, in `run --help`'s order.
-`scripts/gen-docker-flags` writes both; tests/unit/test_dockerflags.py fails while a
+`run`'s flags between the FLAGS_BEGIN and FLAGS_END lines, in `run --help`'s order; so is
+docs/configuration.md around the table of the flags' config keys (KEYS_BEGIN, KEYS_END).
+`scripts/gen-docker-flags` writes them; tests/unit/test_dockerflags.py fails while a
 committed page differs from what this module makes. Only that script and the tests import it.
 """
 
@@ -17,6 +18,8 @@ FLAGS_BEGIN = (
     "edit the table there -->"
 )
 FLAGS_END = "<!-- end of the generated table -->"
+KEYS_BEGIN = FLAGS_BEGIN.replace("the table there", "the keys in the table's rows there")
+KEYS_END = "<!-- end of the generated key table -->"
 
 _HEADINGS = {
     "supported": "what it sets",
@@ -87,7 +90,32 @@ def flags_table() -> str:
     return "\n".join(lines)
 
 
+def keys_table() -> str:
+    """The table of the flags' config keys in docs/configuration.md, in the table's order."""
+    lines = [KEYS_BEGIN, "", "| key | flag | form |", "|---|---|---|"]
+    for flag in FLAGS:
+        if flag.key is None:
+            continue
+        form = flag.key.form
+        if flag.key.default is not None:
+            form += f" (default `{flag.key.default:g}`)" if isinstance(
+                flag.key.default, float
+            ) else f" (default `{flag.key.default}`)"
+        lines.append(f"| `{flag.key_name}` | `{flag.names[0]}` | {_cell(form)} |")
+    lines += ["", KEYS_END]
+    return "\n".join(lines)
+
+
+def _spliced(current: str, begin: str, end: str, table: str) -> str:
+    start, stop = current.index(begin), current.index(end) + len(end)
+    return current[:start] + table + current[stop:]
+
+
 def flags_page(current: str) -> str:
     """docs/flags.md as it must be: `current` with its generated table made anew."""
-    begin, end = current.index(FLAGS_BEGIN), current.index(FLAGS_END) + len(FLAGS_END)
-    return current[:begin] + flags_table() + current[end:]
+    return _spliced(current, FLAGS_BEGIN, FLAGS_END, flags_table())
+
+
+def configuration_page(current: str) -> str:
+    """docs/configuration.md as it must be: `current` with its key table made anew."""
+    return _spliced(current, KEYS_BEGIN, KEYS_END, keys_table())

@@ -70,6 +70,8 @@ def test_the_committed_pages_are_generated_from_the_table() -> None:
     assert "(docs/docker-flags.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
     flags_page = (ROOT / "docs" / "flags.md").read_text(encoding="utf-8")
     assert flags_page == flagdocs.flags_page(flags_page), "run scripts/gen-docker-flags"
+    configuration = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    assert configuration == flagdocs.configuration_page(configuration), "run gen-docker-flags"
 
 
 def test_every_parser_the_table_names_exists() -> None:
