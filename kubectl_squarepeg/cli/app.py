@@ -30,6 +30,7 @@ from kubectl_squarepeg import __version__, stoppable
 from kubectl_squarepeg import early_signals as _early_signal
 from kubectl_squarepeg.errors import INTERRUPTED, RUNNER_FAILED, SquarepegError, UsageError
 from kubectl_squarepeg.plan import dockerflags
+from kubectl_squarepeg.plan.flagrow import Flag
 
 # --- Ctrl-C and hang-up before a run guards them ---------------------------------------------
 # A signal that arrives while squarepeg is still being imported (click, mostly)
@@ -114,19 +115,39 @@ def cli() -> None:
     """Run one container on a Kubernetes cluster, the way `docker run` does on a laptop."""
 
 
-# --- run: the docker flags squarepeg refuses (dockerflags.py is the table) ------------------
+# --- run: its options, made from the flag table (plan/dockerflags.py) ---------------------
 
 
-def _refused_options(command: F) -> F:
-    """A hidden option for every docker flag squarepeg refuses: it fails with why, and what
-    to use instead, rather than a bare "No such option"."""
+def _run_options(command: F) -> F:
+    """Every option of `run`, in the table's order: the options of the flags squarepeg
+    takes, then a hidden option for every docker flag it refuses, which fails with why and
+    what to use instead rather than a bare "No such option"."""
     for flag in reversed(dockerflags.FLAGS):
-        if flag.status == "refused":
-            command = _refused_option(flag)(command)
+        if flag.is_option:
+            command = _table_option(flag)(command)
     return command
 
 
-def _refused_option(flag: dockerflags.DockerFlag) -> Callable[[F], F]:
+def _table_option(flag: Flag) -> Callable[[F], F]:
+    """The click option of one row of the table."""
+    if flag.status == "refused":
+        return _refused_option(flag)
+    settings: dict[str, Any] = {"metavar": flag.metavar, "help": flag.help}
+    if not flag.takes_value:
+        settings = {"is_flag": True, "help": flag.help}
+    if flag.many:
+        settings["multiple"] = True
+    if flag.hidden_alias:
+        settings["cls"] = _WithHiddenAlias
+    if not flag.exposed:
+        settings["expose_value"] = False
+    if flag.param in _CHECKS:
+        settings["callback"] = _CHECKS[flag.param]
+    names = (*flag.names, flag.dest) if flag.dest else flag.names
+    return click.option(*names, **settings)
+
+
+def _refused_option(flag: Flag) -> Callable[[F], F]:
     def refuse(ctx: click.Context, param: click.Parameter, value: Any) -> None:
         if value:
             given = param.opts[0] if not flag.takes_value else f"{param.opts[0]} {value[0]}"
@@ -146,8 +167,12 @@ def _restart(ctx: click.Context, param: click.Parameter, value: str | None) -> N
     if value is not None and value.strip().lower() != "no":
         raise UsageError(
             f"--restart {value} cannot be used: squarepeg runs the container once",
-            dockerflags.RESTART_NOTE.removeprefix("any other policy is refused: "),
+            dockerflags.BY_NAME["--restart"].note.removeprefix("any other policy is refused: "),
         )
+
+
+# The options whose value click checks as it parses, by parameter.
+_CHECKS: dict[str, Callable[[click.Context, click.Parameter, Any], None]] = {"restart": _restart}
 
 
 def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
@@ -156,10 +181,9 @@ def _many(*names: str, metavar: str, help: str) -> Callable[[F], F]:
 
 def _impersonation_options(command: F) -> F:
     """--as and --as-group: kubectl's impersonation, passed to every kubectl call
-    (docs/decisions/0250-impersonation-is-part-of-the-target.md)."""
-    groups = _many("--as-group", metavar="GROUP", help="Act as a member of GROUP (with --as).")
-    user = click.option("--as", "as_user", metavar="USER", help="Act as USER (impersonation).")
-    return user(groups(command))
+    (docs/decisions/0250-impersonation-is-part-of-the-target.md); `run`'s rows."""
+    as_user, as_group = dockerflags.BY_NAME["--as"], dockerflags.BY_NAME["--as-group"]
+    return _table_option(as_user)(_table_option(as_group)(command))
 
 
 def _impersonation(flags: Mapping[str, Any]) -> dict[str, Any]:
@@ -184,91 +208,7 @@ class _WithHiddenAlias(click.Option):
     context_settings={"allow_interspersed_args": False, "help_option_names": ["--help"]},
     short_help="Run IMAGE with COMMAND on the cluster and return its exit code.",
 )
-@click.option("--name", metavar="NAME", help="Pod/Job name (lowercase RFC 1123 label).")
-@_many("-e", "--env", metavar="KEY[=VALUE]", help="Set an environment variable.")
-@_many("--env-file", metavar="FILE", help="Read environment variables from a docker env file.")
-@_many("-l", "--label", metavar="KEY[=VALUE]", help="Add a label.")
-@_many("--label-file", metavar="FILE", help="Read labels from a file of KEY=VALUE lines.")
-@_many("--annotation", metavar="KEY[=VALUE]", help="Add an annotation.")
-@click.option("-w", "--workdir", metavar="DIR", help="Working directory inside the container.")
-@click.option("-u", "--user", metavar="UID[:GID]", help="Numeric user (and group) to run as.")
-@click.option("--entrypoint", metavar="CMD", help='Replace the image\'s ENTRYPOINT ("" resets it).')
-@click.option("--cpus", metavar="N", help="CPUs requested and limited, e.g. 0.5 (0: no limit).")
-@click.option(
-    "-m", "--memory", metavar="SIZE", help="Memory requested and limited, e.g. 512m (0: no limit)."
-)
-@click.option("--memory-reservation", metavar="SIZE", help="Memory requested, e.g. 256m.")
-@click.option("--gpus", metavar="N", help="Number of nvidia.com/gpu.")
-@click.option("--pull", metavar="always|missing|never", help="Image pull policy.")
-@click.option(
-    "--platform", metavar="OS[/ARCH[/VARIANT]]", help="Run on nodes of this OS/architecture."
-)
-@click.option("--privileged", is_flag=True, help="Run the container privileged.")
-@_many("--cap-add", metavar="CAP", help="Add a Linux capability.")
-@_many("--cap-drop", metavar="CAP", help="Drop a Linux capability.")
-@_many("--group-add", metavar="GID", help="Add a supplementary group (numeric).")
-@_many("--sysctl", metavar="KEY=VALUE", help="Set a namespaced kernel parameter.")
-@click.option("--read-only", is_flag=True, help="Mount the root filesystem read-only.")
-@_many("--tmpfs", metavar="PATH[:OPTS]", help="Mount an in-memory filesystem (rw, ro, size=SIZE).")
-@_many("-v", "--volume", metavar="SRC:DST[:ro]", help="Mount a claim NAME, or copy a local path.")
-@_many("--mount", metavar="type=TYPE,src=SRC,dst=DST", help="Mount (bind, volume or tmpfs).")
-@_many(
-    "-p",
-    "--publish",
-    metavar="[IP:][HOST_PORT:]PORT",
-    help="Forward a local port (127.0.0.1) to the container's while it runs.",
-)
-@click.option("--shm-size", metavar="SIZE", help="Size of /dev/shm.")
-@click.option("-h", "--hostname", metavar="NAME", help="The pod's host name.")
-@_many("--add-host", metavar="HOST:IP", help="Add an /etc/hosts entry.")
-@_many("--dns", metavar="IP", help="Use this nameserver instead of the cluster's.")
-@_many("--dns-search", metavar="DOMAIN", help="Add a DNS search domain.")
-@click.option(
-    "--dns-option",
-    "--dns-opt",
-    cls=_WithHiddenAlias,
-    multiple=True,
-    metavar="OPT[:VALUE]",
-    help="Add a resolv.conf option, e.g. ndots:2.",
-)
-@click.option("--stop-timeout", metavar="SECONDS", help="Grace period before SIGKILL.")
-@click.option("--runtime", metavar="NAME", help="RuntimeClass to run with.")
-@click.option("--rm", is_flag=True, help="Accepted for docker habit: deleting is the default.")
-@click.option(
-    "-d", "--detach", is_flag=True, help="Start it, print its name and leave it running."
-)
-@click.option("-n", "--namespace", metavar="NS", help="Namespace (default: the context's).")
-@click.option("--context", metavar="NAME", help="Kubeconfig context to use.")
-@click.option("--kubeconfig", metavar="FILE", help="Kubeconfig file to use.")
-@_impersonation_options
-@click.option("--mode", metavar="pod|job", help="Create a Pod (default) or a Job.")
-@click.option("--timeout", metavar="SECONDS", help="Startup timeout (default 300; 90s, 5m).")
-@click.option("--keep", is_flag=True, help="Do not delete the Pod/Job afterwards.")
-@click.option("--dry-run", is_flag=True, help="Print the manifest; create nothing.")
-@click.option("--dry-run-server", is_flag=True, help="Have the apiserver check the manifest.")
-@click.option("-q", "--quiet", is_flag=True, help="No status messages on stderr.")
-@click.option(
-    "-i", "--interactive", is_flag=True, help="Send stdin to the container (kubectl attach)."
-)
-@click.option(
-    "-t", "--tty", is_flag=True, help="Give the container a terminal; -it attaches yours."
-)
-@_many("--config", metavar="FILE", help="Read this config file too (highest precedence).")
-@click.option("--service-account", metavar="NAME", help="Service account to run as.")
-@_many("--node-selector", metavar="KEY=VALUE", help="Only run on nodes with this label.")
-@_many("--toleration", metavar="KEY[=VALUE]:EFFECT", help="Tolerate a node taint.")
-@_many("--image-pull-secret", metavar="NAME", help="Secret for pulling the image.")
-@click.option("--priority-class", metavar="NAME", help="PriorityClass of the pod.")
-@click.option(
-    "--restart", metavar="no", expose_value=False, callback=_restart, help="Only `no`: one attempt."
-)
-@click.option(
-    "--no-healthcheck", is_flag=True, expose_value=False, help="Accepted: Kubernetes runs none."
-)
-@click.option(
-    "--disable-content-trust", is_flag=True, expose_value=False, help="Accepted: a no-op."
-)
-@_refused_options
+@_run_options
 @click.argument("image")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context

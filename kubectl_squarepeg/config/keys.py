@@ -2,6 +2,8 @@
 the flags), the built-in defaults, the names people try that are not keys, and the
 did-you-mean for a key that is not known.
 
+The key of a flag is declared in the flag's row (plan/dockerflags.py) and made into `KEYS`,
+`DEFAULTS` and `PATH_KEYS` here; the keys without a flag are declared here (`OWN_KEYS`).
 Key names: a repeatable flag whose Kubernetes field is plural has a plural key (`labels`,
 `tolerations`, ...); the others keep the flag's long name in snake_case.
 """
@@ -17,11 +19,7 @@ from kubectl_squarepeg.plan import (
     filehelpers,
     images,
     mounts,
-    names,
-    network,
     quantities,
-    security,
-    values,
 )
 
 
@@ -32,18 +30,17 @@ class Key:
     parse: Callable[[str], Any] = str
 
 
-PAIR_FORM = "a mapping like `KEY: value`, or a list of KEY=VALUE strings"
+PAIR_FORM = dockerflags.PAIR_FORM
 
-# Every `run` flag that makes sense as a default, by its long name in snake_case; the
-# repeatable flags whose Kubernetes field is plural take that plural (`--label` -> `labels`).
-KEYS: dict[str, Key] = {
-    "mode": Key("scalar", "pod or job", values.parse_mode),
-    "timeout": Key(
-        "scalar", "seconds, or a duration like 90s or 5m", quantities.parse_duration_seconds
-    ),
-    "namespace": Key("scalar", "a namespace name like team-a", names.validate_name),
-    "context": Key("scalar", "a kubeconfig context name", values.parse_nonempty),
-    "kubeconfig": Key("scalar", "a file path", values.parse_nonempty),
+# The keys of `run`'s flags come from the flag table (plan/dockerflags.py): kind, form,
+# parser, default and whether the value is a file path are declared in a flag's row.
+FLAG_KEYS: dict[str, Key] = {
+    flag.key_name: Key(flag.key.kind, flag.key.form, flag.parse or str)
+    for flag in dockerflags.FLAGS
+    if flag.key is not None and flag.key_name is not None
+}
+# The keys without a flag.
+OWN_KEYS: dict[str, Key] = {
     "cleanup": Key("bool", "true or false"),
     "orphan_sweep": Key("bool", "true or false"),
     "orphan_sweep_min_age": Key(
@@ -55,44 +52,6 @@ KEYS: dict[str, Key] = {
     "job_ttl_seconds_after_finished": Key(
         "scalar", "a whole number of seconds", quantities.parse_int32
     ),
-    "quiet": Key("bool", "true or false"),
-    "env": Key("map", PAIR_FORM),
-    "env_file": Key("list", "a file path, or a list of them", values.parse_nonempty),
-    "labels": Key("map", PAIR_FORM),
-    "annotations": Key("map", PAIR_FORM),
-    "workdir": Key("scalar", "an absolute path like /app", values.parse_workdir),
-    "user": Key("scalar", "UID or UID:GID, like 1000:1000", security.parse_user),
-    "entrypoint": Key("scalar", "a program, like /bin/sh", values.parse_entrypoint),
-    "cpus": Key("scalar", "a number of CPUs like 0.5", quantities.parse_cpus),
-    "memory": Key("scalar", "a size like 512m or 1g", quantities.parse_memory),
-    "memory_reservation": Key("scalar", "a size like 256m", quantities.parse_memory),
-    "gpus": Key("scalar", "a GPU count like 1", quantities.parse_gpus),
-    "pull": Key("scalar", "always, missing or never", images.parse_pull),
-    "platform": Key("scalar", "OS[/ARCH[/VARIANT]] like linux/amd64", images.parse_platform),
-    "privileged": Key("bool", "true or false"),
-    "cap_add": Key("list", "a list of capabilities like [NET_ADMIN]", security.parse_capability),
-    "cap_drop": Key("list", "a list of capabilities like [ALL]", security.parse_capability),
-    "read_only": Key("bool", "true or false"),
-    "tmpfs": Key("list", "a list of PATH[:OPTIONS] like /run:size=64m", mounts.parse_tmpfs),
-    "shm_size": Key("scalar", "a size like 64m", quantities.parse_size),
-    "hostname": Key("scalar", "a host name like worker-1", names.validate_hostname),
-    "add_host": Key("list", "a list of HOST:IP strings", network.parse_add_host),
-    "dns": Key("list", "a list of IP addresses", network.parse_dns_ip),
-    "dns_search": Key("list", "a list of domains", network.parse_dns_search),
-    "dns_options": Key(
-        "list", "a list of resolv.conf options like [ndots:2]", network.parse_dns_option
-    ),
-    "group_add": Key("list", "a list of numeric group IDs like [1000]", security.parse_group_id),
-    "sysctls": Key(
-        "list", "a list of KEY=VALUE strings like [net.ipv4.ip_forward=1]", security.parse_sysctl
-    ),
-    "stop_timeout": Key("scalar", "a whole number of seconds", quantities.parse_nonnegative_int),
-    "runtime": Key("scalar", "a RuntimeClass name", names.validate_subdomain),
-    "service_account": Key("scalar", "a service account name", names.validate_subdomain),
-    "node_selector": Key("map", PAIR_FORM),
-    "tolerations": Key("list", "a list of KEY[=VALUE]:EFFECT strings", names.parse_toleration),
-    "image_pull_secrets": Key("list", "a list of secret names", names.validate_subdomain),
-    "priority_class": Key("scalar", "a PriorityClass name", names.validate_subdomain),
     # Files in and out (-v/--mount with a local path; docs/decisions/0180).
     "files_helper_image": Key(
         "scalar",
@@ -102,13 +61,30 @@ KEYS: dict[str, Key] = {
     ),
     "max_upload_bytes": Key("scalar", "a size like 1g or 512m", mounts.parse_upload_limit),
 }
+# `config view`'s order: where and how a run goes, what happens after it, then the other
+# flags' keys in `run --help`'s order, then the files' keys.
+_FIRST = (
+    "mode", "timeout", "namespace", "context", "kubeconfig",
+    "cleanup", "orphan_sweep", "orphan_sweep_min_age", "orphan_sweep_silence",
+    "job_ttl_seconds_after_finished", "quiet",
+)  # fmt: skip
+_LAST = ("files_helper_image", "max_upload_bytes")
+_ALL = {**FLAG_KEYS, **OWN_KEYS}
+KEYS: dict[str, Key] = {
+    key: _ALL[key] for key in (*_FIRST, *(k for k in _ALL if k not in (*_FIRST, *_LAST)), *_LAST)
+}
 KUBERNETES_KEYS = ("metadata", "spec", "patches")
-PATH_KEYS = ("env_file", "kubeconfig")
+PATH_KEYS = tuple(
+    flag.key_name for flag in dockerflags.FLAGS if flag.key is not None and flag.key.path
+)
 ALL_KEYS = (*KEYS, "kubernetes")
 
 DEFAULTS: dict[str, Any] = {
-    "mode": "pod",
-    "timeout": 300.0,
+    **{
+        flag.key_name: flag.key.default
+        for flag in dockerflags.FLAGS
+        if flag.key is not None and flag.key_name is not None and flag.key.default is not None
+    },
     "cleanup": True,
     "orphan_sweep": True,
     "orphan_sweep_min_age": 300,

@@ -26,6 +26,7 @@ from typing import Any, Literal, TypeVar
 
 from kubectl_squarepeg.errors import UsageError
 from kubectl_squarepeg.plan import (
+    dockerflags,
     filehelpers,
     images,
     mounts,
@@ -43,14 +44,11 @@ from kubectl_squarepeg.plan.values import ValueProblem
 Mode = Literal["pod", "job"]
 T = TypeVar("T")
 
-# The config key of each repeatable flag whose key is not its own name (config.KEYS).
+# The config key of each flag whose key is not its parameter's name (the table's rows).
 CONFIG_KEY = {
-    "label": "labels",
-    "annotation": "annotations",
-    "toleration": "tolerations",
-    "image_pull_secret": "image_pull_secrets",
-    "dns_option": "dns_options",
-    "sysctl": "sysctls",
+    flag.param: flag.key_name
+    for flag in dockerflags.FLAGS
+    if flag.key_name is not None and flag.key_name != flag.param
 }
 
 
@@ -114,6 +112,9 @@ class RunOptions:
     publish: tuple[ports.PublishedPort, ...] = ()  # -p: forwarded while the run lasts
     files_helper_image: str = filehelpers.DEFAULT_HELPER_IMAGE
     max_upload_bytes: int = mounts.DEFAULT_MAX_UPLOAD_BYTES
+    # The flags with no field above whose row says how they merge (dockerflags `merge`), by
+    # parameter: a flag added by its row alone reaches podspec.py here (None when not set).
+    table_values: Mapping[str, Any] = field(default_factory=dict)
     # Parameters given on the command line (click names: "cpus", "cap_add", "image", ...).
     explicit: frozenset[str] = frozenset()
     # For mapping flags: param -> {key given on the command line -> the flag that set it}.
@@ -197,6 +198,20 @@ class _Merger:
             merged[key] = value
             self.cli_keys.setdefault(param, {})[key] = flag_name(param)
         return merged
+
+
+def _table_values(merger: _Merger) -> dict[str, Any]:
+    """The values of the flags whose row says how they merge, laid over config."""
+    merged: dict[str, Any] = {}
+    for flag in dockerflags.FLAGS:
+        parse = flag.parse or str
+        if flag.merge == "scalar":
+            merged[flag.param] = merger.scalar(flag.param, parse, flag.key and flag.key.default)
+        elif flag.merge == "switch":
+            merged[flag.param] = merger.switch(flag.param)
+        elif flag.merge == "listing":
+            merged[flag.param] = merger.listing(flag.param, parse)
+    return merged
 
 
 def _checked_pair(
@@ -571,6 +586,7 @@ def build_run_options(
         publish=_published(m),
         files_helper_image=str(m.conf("files_helper_image", filehelpers.DEFAULT_HELPER_IMAGE)),
         max_upload_bytes=int(m.conf("max_upload_bytes", mounts.DEFAULT_MAX_UPLOAD_BYTES)),
+        table_values=_table_values(m),
         explicit=frozenset(p for p in explicit if m.given(p)) | {"image"},
         cli_keys={k: dict(v) for k, v in m.cli_keys.items()},
     )

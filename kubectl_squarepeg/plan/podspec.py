@@ -17,6 +17,7 @@ from kubectl_squarepeg.plan import filehelpers
 from kubectl_squarepeg.plan.claims import Claims
 from kubectl_squarepeg.plan.options import RunOptions, flag_name
 from kubectl_squarepeg.plan.ports import container_ports
+from kubectl_squarepeg.plan.values import ValueProblem
 
 MAIN = "main"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -174,6 +175,37 @@ def _file_volumes(
     return volumes, mounts_, helpers
 
 
+# --- docker's --stop-signal: the main container's lifecycle.stopSignal ------------------
+
+# The signals Kubernetes takes as a Linux container's stop signal (the API's Signal values),
+# by their Linux numbers, which docker also accepts: index N is signal N.
+_LINUX_SIGNALS = (
+    "", "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE",
+    "SIGKILL", "SIGUSR1", "SIGSEGV", "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM", "SIGSTKFLT",
+    "SIGCHLD", "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGURG", "SIGXCPU",
+    "SIGXFSZ", "SIGVTALRM", "SIGPROF", "SIGWINCH", "SIGIO", "SIGPWR", "SIGSYS", "", "",
+    "SIGRTMIN", *(f"SIGRTMIN+{n}" for n in range(1, 16)),
+    *(f"SIGRTMAX-{n}" for n in range(14, 0, -1)), "SIGRTMAX",
+)  # fmt: skip
+# Names Kubernetes also takes for a signal above: Linux's aliases.
+_ALIASES = {"SIGCLD": "SIGCHLD", "SIGIOT": "SIGABRT", "SIGPOLL": "SIGIO"}
+STOP_SIGNALS = frozenset({*_LINUX_SIGNALS, *_ALIASES} - {""})
+
+
+def parse_stop_signal(text: str) -> str:
+    """A stop signal as Kubernetes takes it: `SIGINT`, from docker's `SIGINT`, `int` or `2`."""
+    given = text.strip().upper()
+    if given.isascii() and given.isdigit():  # not `٣` or `²`, which str.isdigit takes
+        number = int(given) if len(given) <= 2 else 0
+        if 0 < number < len(_LINUX_SIGNALS) and _LINUX_SIGNALS[number]:
+            return _LINUX_SIGNALS[number]
+        raise ValueProblem("not a Linux signal number; give a name like SIGINT")
+    name = given if given.startswith("SIG") else "SIG" + given
+    if name not in STOP_SIGNALS:
+        raise ValueProblem("a signal name like SIGINT, SIGQUIT or SIGUSR1 (or its number)")
+    return name
+
+
 # Kubernetes expands `$(VAR)` in a container's command and args and turns `$$` into `$`;
 # docker passes the words untouched. Every `$` of the words typed is written `$$`, so the
 # container gets exactly those words. Passthrough and patches are the user's own Kubernetes:
@@ -234,6 +266,9 @@ def main_container(
     if o.pull is not None:
         c["imagePullPolicy"] = o.pull
         claim("pull", (*_MAIN, "imagePullPolicy"))
+    if (stop_signal := o.table_values.get("stop_signal")) is not None:
+        c["lifecycle"] = {"stopSignal": stop_signal}
+        claim("stop_signal", (*_MAIN, "lifecycle", "stopSignal"))
     if security := _security_context(o, claim):
         c["securityContext"] = security
     if mounts:
@@ -313,6 +348,10 @@ def pod_spec(o: RunOptions, claim: Claimer) -> dict[str, Any]:
         spec["securityContext"] = pod_security
     if selector := _node_selector(o, claim):
         spec["nodeSelector"] = selector
+    if o.table_values.get("stop_signal") is not None:
+        # Kubernetes takes a stop signal only from a pod that names its OS (decision 0310).
+        spec["os"] = {"name": o.platform[0] if o.platform is not None else "linux"}
+        claim("stop_signal", ("spec", "os", "name"))
     if o.tolerations:
         spec["tolerations"] = [dict(t) for t in o.tolerations]
         claim("toleration", ("spec", "tolerations"))

@@ -966,6 +966,7 @@ def test_config_view_and_show_origin(sandbox: Sandbox) -> None:
         "cleanup": True,
         "orphan_sweep": True,
         "orphan_sweep_min_age": 300,
+        "orphan_sweep_silence": 120,
         "job_ttl_seconds_after_finished": 600,
         "env": {"A": "1"},
         "cpus": 0.5,
@@ -1210,6 +1211,8 @@ def test_help_and_version_load_only_click(sandbox: Sandbox) -> None:
             "kubectl_squarepeg.cli.app",
             "kubectl_squarepeg.terminal.console",
             "kubectl_squarepeg.plan.dockerflags",
+            "kubectl_squarepeg.plan.flagrow",
+            "kubectl_squarepeg.plan.flagtexts",
             "kubectl_squarepeg.errors",
         }
         assert not {"yaml", "sh", "jsonpatch"} & imported_modules(sandbox, *args)

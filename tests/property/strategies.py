@@ -41,7 +41,7 @@ VALUED = [
     "--context", "--kubeconfig", "--mode", "--timeout", "--config", "--service-account",
     "--node-selector", "--toleration", "--image-pull-secret", "--priority-class", "-p",
     "--publish", "--network", "-v", "--volume", "--mount", "--dns-option", "--group-add",
-    "--sysctl", "--label-file", "--memory-reservation", "--as", "--as-group",
+    "--sysctl", "--label-file", "--memory-reservation", "--as", "--as-group", "--stop-signal",
 ]
 SWITCHES = ["--privileged", "--read-only", "--rm", "--keep", "-q", "--quiet", "-P", "-i",
             "-t", "-d", "--dry-run-server", "--cpu", "--bogus", "-Z"]

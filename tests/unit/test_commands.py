@@ -51,8 +51,8 @@ _NOT_ABOUT_A_CLUSTER = re.compile(
 # any cluster is chosen: they name kubectl's verbs as advice (with placeholders), not as
 # commands for the run's cluster.
 _PARSE_TIME_ADVICE = {
-    "plan/dockerflags.py": {"`kubectl port-forward pod/NAME HOST_PORT:CONTAINER_PORT`",
-                            "`kubectl logs`", "`kubectl attach -i`", "`kubectl attach -it`"},
+    "plan/dockerflags.py": {"`kubectl logs`", "`kubectl attach -i`", "`kubectl attach -it`"},
+    "plan/flagtexts.py": {"`kubectl port-forward pod/NAME HOST_PORT:CONTAINER_PORT`"},
     "plan/quantities.py": {"`kubectl describe node`"},
 }
 _PACKAGE = Path(kubectl_squarepeg.__file__).parent

@@ -1,4 +1,4 @@
-"""The docker flag table against docker's reference, the generated doc and the parser."""
+"""The flag table against docker's reference, the generated pages, the parser and the keys."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 
 from kubectl_squarepeg.cli import app as cli
 from kubectl_squarepeg.errors import UsageError
-from kubectl_squarepeg.plan import dockerflags
+from kubectl_squarepeg.plan import dockerflags, flagdocs
+from kubectl_squarepeg.plan.flagrow import Flag
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,23 +51,59 @@ def run_options() -> dict[str, click.Option]:
 
 
 def test_the_table_covers_docker_run_reference_exactly_once() -> None:
-    names = [name for flag in dockerflags.FLAGS for name in flag.names]
+    docker = [f for f in dockerflags.FLAGS if f.status != "squarepeg"]
+    names = [name for flag in docker for name in flag.names]
     assert sorted(names) == sorted(DOCKER_RUN_REFERENCE.split())
     assert len(names) == len(set(names))
 
 
-def test_the_committed_doc_is_generated_from_the_table() -> None:
+def test_squarepegs_own_flags_are_the_rows_that_say_so() -> None:
+    own = {n for f in dockerflags.FLAGS if f.status == "squarepeg" for n in f.names}
+    assert own == SQUAREPEG_ONLY
+    all_names = [n for f in dockerflags.FLAGS for n in f.names]
+    assert len(all_names) == len(set(all_names))
+
+
+def test_the_committed_pages_are_generated_from_the_table() -> None:
     committed = (ROOT / "docs" / "docker-flags.md").read_text(encoding="utf-8")
-    assert committed == dockerflags.markdown(), "run scripts/gen-docker-flags"
+    assert committed == flagdocs.docker_flags_markdown(), "run scripts/gen-docker-flags"
     assert "(docs/docker-flags.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
+    flags_page = (ROOT / "docs" / "flags.md").read_text(encoding="utf-8")
+    assert flags_page == flagdocs.flags_page(flags_page), "run scripts/gen-docker-flags"
+    configuration = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    assert configuration == flagdocs.configuration_page(configuration), "run gen-docker-flags"
+
+
+def test_every_parser_the_table_names_exists() -> None:
+    import importlib
+
+    for flag in dockerflags.FLAGS:
+        if flag.parse is not None:
+            module = importlib.import_module(f"kubectl_squarepeg.plan.{flag.parse.module}")
+            assert callable(getattr(module, flag.parse.name)), flag.names
+
+
+def test_the_config_keys_of_flags_come_from_their_rows() -> None:
+    from kubectl_squarepeg.config import keys
+    from kubectl_squarepeg.plan.options import CONFIG_KEY
+
+    for flag in dockerflags.FLAGS:
+        if flag.key is None:
+            assert flag.param not in keys.KEYS or flag.param in keys.OWN_KEYS, flag.param
+            continue
+        key = keys.KEYS[str(flag.key_name)]
+        assert (key.kind, key.form, key.parse) == (flag.key.kind, flag.key.form, flag.parse or str)
+        assert CONFIG_KEY.get(flag.param, flag.param) == flag.key_name
+        assert (flag.key_name in keys.PATH_KEYS) == flag.key.path
+    assert set(keys.KEYS) == set(keys.FLAG_KEYS) | set(keys.OWN_KEYS)
 
 
 def test_every_docker_flag_is_an_option_of_run_that_the_table_describes() -> None:
     options = run_options()
     for flag in dockerflags.FLAGS:
         for name in flag.names:
-            if name == "--help":
-                continue  # click's own
+            if not flag.is_option:
+                continue  # --help: click's own
             assert name in options, name
             assert options[name].hidden == (flag.status == "refused"), name
             assert options[name].is_flag == (not flag.takes_value), name
@@ -80,7 +117,7 @@ def test_every_option_of_run_is_dockers_or_squarepegs_own() -> None:
 @pytest.mark.parametrize(
     "flag", [f for f in dockerflags.FLAGS if f.status == "refused"], ids=lambda f: f.names[-1]
 )
-def test_each_refused_flag_says_why_and_what_instead(flag: dockerflags.DockerFlag) -> None:
+def test_each_refused_flag_says_why_and_what_instead(flag: Flag) -> None:
     args = [flag.names[-1], "x"] if flag.takes_value else [flag.names[-1]]
     with pytest.raises(UsageError) as caught:
         cli.run.make_context("run", [*args, "alpine"])

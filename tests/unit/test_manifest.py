@@ -11,7 +11,7 @@ from kubectl_squarepeg.config import files as config
 from kubectl_squarepeg.errors import ConfigError
 from kubectl_squarepeg.plan import manifest
 from kubectl_squarepeg.plan.manifest import Plan
-from tests.unit.test_options import options
+from tests.unit.test_options import options, usage_error
 
 RUN_ID = "0b7c2a52-6f1e-4c59-9d55-0d8c3a9e4b11"
 LABELS = {
@@ -639,3 +639,68 @@ kubernetes:
     ]
     assert "requests/memory" in next(w for w in p.warnings if "--memory-reservation" in w)
     assert "limits/memory" in next(w for w in p.warnings if "--memory set" in w)
+
+
+# --- --stop-signal (decision 0310) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("given", "signal"),
+    [("SIGINT", "SIGINT"), ("int", "SIGINT"), (" quit ", "SIGQUIT"), ("2", "SIGINT"),
+     ("9", "SIGKILL"), ("34", "SIGRTMIN"), ("35", "SIGRTMIN+1"), ("64", "SIGRTMAX"),
+     ("SIGRTMAX-1", "SIGRTMAX-1"), ("sigcld", "SIGCLD"), ("USR1", "SIGUSR1")],
+)  # fmt: skip
+def test_stop_signal_is_the_containers_lifecycle_with_the_pods_os(given: str, signal: str) -> None:
+    p = plan(stop_signal=given)
+    assert main_container(p) == {
+        "name": "main", "image": "alpine", "lifecycle": {"stopSignal": signal}
+    }
+    assert p.manifest["spec"]["os"] == {"name": "linux"}
+
+
+@pytest.mark.parametrize(
+    "bad", ["", "SIGNOPE", "0", "32", "65", "-1", "SIG", "TERM9", "٣", "²", "1" * 5000, "002"]
+)
+def test_a_stop_signal_kubernetes_cannot_take_is_refused_at_the_flag(bad: str) -> None:
+    assert "for --stop-signal" in usage_error(stop_signal=bad)
+
+
+def test_stop_signal_os_follows_platform() -> None:
+    p = plan(stop_signal="SIGTERM", platform="windows/amd64")
+    assert p.manifest["spec"]["os"] == {"name": "windows"}
+
+
+def test_stop_signal_from_config_and_the_flag_over_it() -> None:
+    assert main_container(plan("stop_signal: SIGQUIT\n"))["lifecycle"] == {
+        "stopSignal": "SIGQUIT"
+    }
+    flagged = plan("stop_signal: SIGQUIT\n", stop_signal="SIGINT")
+    assert main_container(flagged)["lifecycle"] == {"stopSignal": "SIGINT"}
+    assert "spec" not in plan().manifest or "os" not in plan().manifest["spec"]
+
+
+def test_stop_signal_claims_its_fields() -> None:
+    p = plan(
+        """
+kubernetes:
+  spec:
+    os: {name: windows}
+    containers:
+    - name: main
+      lifecycle: {stopSignal: SIGKILL, preStop: {sleep: {seconds: 1}}}
+""",
+        stop_signal="SIGINT",
+    )
+    assert main_container(p)["lifecycle"] == {
+        "stopSignal": "SIGINT", "preStop": {"sleep": {"seconds": 1}}
+    }
+    assert p.manifest["spec"]["os"] == {"name": "linux"}
+    assert sorted(w.split(", which ")[1] for w in p.warnings) == [
+        "--stop-signal set on the command line", "--stop-signal set on the command line"
+    ]
+
+
+def test_stop_signal_in_a_job() -> None:
+    p = plan(stop_signal="SIGINT", mode="job")
+    assert main_container(p)["lifecycle"] == {"stopSignal": "SIGINT"}
+    assert p.manifest["spec"]["template"]["spec"]["os"] == {"name": "linux"}

@@ -490,3 +490,23 @@ def test_a_memory_reservation_over_a_config_limit_is_refused_too() -> None:
     )
     # -m 0 (no limit) lets any reservation through.
     assert options("memory: 512m\n", memory="0", memory_reservation="1g").memory is None
+
+
+def test_a_flag_whose_row_says_how_it_merges_reaches_table_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kubectl_squarepeg.plan import dockerflags
+    from kubectl_squarepeg.plan.flagrow import Parser, own
+
+    rows = (
+        own("--shade", "a test row", metavar="X", parse=Parser("images", "parse_pull"),
+            merge="scalar"),
+        own("--tints", "a test row", metavar="X", many=True, merge="listing"),
+        own("--matte", "a test row", merge="switch"),
+    )  # fmt: skip
+    monkeypatch.setattr(dockerflags, "FLAGS", (*dockerflags.FLAGS, *rows))
+    ours = ("shade", "tints", "matte")
+    o = options(shade="missing", tints=("a", "b", "a"), matte=True)
+    assert [o.table_values[p] for p in ours] == ["IfNotPresent", ("a", "b"), True]
+    assert [options().table_values[p] for p in ours] == [None, (), False]
+    assert "for --shade" in usage_error(shade="sometimes")
