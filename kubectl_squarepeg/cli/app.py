@@ -30,7 +30,7 @@ from click.core import ParameterSource
 from kubectl_squarepeg import __version__, stoppable
 from kubectl_squarepeg import early_signals as _early_signal
 from kubectl_squarepeg.cli import runflags
-from kubectl_squarepeg.errors import INTERRUPTED, RUNNER_FAILED, SquarepegError, UsageError
+from kubectl_squarepeg.errors import INTERRUPTED, RUNNER_FAILED, SquarepegError
 from kubectl_squarepeg.plan import dockerflags
 
 # --- Ctrl-C and hang-up before a run guards them ---------------------------------------------
@@ -149,37 +149,9 @@ def config_view(show_origin: bool, config: tuple[str, ...]) -> int:
     """Print the merged configuration as YAML, after the files it came from.
 
     A project file that is not trusted is listed, and left out of the merge."""
-    from kubectl_squarepeg.config.files import load
-    from kubectl_squarepeg.config.view import view_text
+    from kubectl_squarepeg.prepare import configs
 
-    merged = load(explicit=config, skip_untrusted=True)
-    sys.stdout.write(view_text(merged, show_origin=show_origin))
-    return 0
-
-
-def _project_file_argument(file: str | None) -> str:
-    """FILE as given, or the project file `run` would find from the working directory."""
-    from pathlib import Path
-
-    from kubectl_squarepeg.config.files import PROJECT_FILE, find_project_file
-
-    if file is not None:
-        return file
-    found = find_project_file(Path.cwd())
-    if found is None:
-        raise UsageError(
-            f"no {PROJECT_FILE} in this directory or above it",
-            "give the file to trust: `kubectl squarepeg config trust FILE`",
-        )
-    return str(found)
-
-
-def _trust_store() -> Any:
-    from pathlib import Path
-
-    from kubectl_squarepeg.config import trust
-
-    return trust.Store.load(trust.user_config_dir(os.environ, Path.home()))
+    return configs.view(show_origin, config, _environment())
 
 
 @config_group.command(name="trust")
@@ -190,20 +162,9 @@ def config_trust(ctx: click.Context, file: str | None) -> int:
 
     Records its path and SHA-256 in your config directory; if the file changes, it is
     untrusted again. Read it first: it decides what runs with your credentials."""
-    from pathlib import Path
+    from kubectl_squarepeg.prepare import configs
 
-    path = _project_file_argument(file)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise UsageError(
-            f"cannot read {path}: {exc.strerror or exc}", "give the path of a config file"
-        ) from None
-    store = _trust_store()
-    store.trust(path, data)
-    store.save()
-    _console(ctx).status(f"trusted {os.path.realpath(path)} as it is now")
-    return 0
+    return configs.trust(file, _environment(), _console(ctx))
 
 
 @config_group.command(name="untrust")
@@ -211,14 +172,9 @@ def config_trust(ctx: click.Context, file: str | None) -> int:
 @click.pass_context
 def config_untrust(ctx: click.Context, file: str | None) -> int:
     """Stop trusting FILE (default: the nearest .squarepeg.yaml)."""
-    path = _project_file_argument(file)
-    store = _trust_store()
-    if store.untrust(path):
-        store.save()
-        _console(ctx).status(f"no longer trusted: {os.path.realpath(path)}")
-    else:
-        _console(ctx).status(f"{os.path.realpath(path)} was not trusted; nothing to do")
-    return 0
+    from kubectl_squarepeg.prepare import configs
+
+    return configs.untrust(file, _environment(), _console(ctx))
 
 
 # --- sweep ------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ class Environment:
 
     stdin_is_tty: bool
     environ: Mapping[str, str]
-    cwd: Path
+    cwd: Path | None  # None: it was deleted; whoever needs it says so, as before
     username: str
 
     @classmethod
@@ -28,9 +28,16 @@ class Environment:
         return cls(
             stdin_is_tty=_isatty(sys.stdin),
             environ=os.environ,
-            cwd=Path.cwd(),
+            cwd=_cwd(),
             username=username(os.environ),
         )
+
+
+def _cwd() -> Path | None:
+    try:
+        return Path.cwd()
+    except OSError:
+        return None
 
 
 def _isatty(stream: object) -> bool:
