@@ -13,7 +13,8 @@ Owns the detached run's contract with the cluster, decided here (docs/decisions/
   user runs something, so a Pod would be removed at an unbounded later time: that is why
   `-d --rm` is a Job, and `-d --rm --mode pod` is refused.
 - `-d` with `-i` or `-t` is refused: a detached run has nobody at its stdin, and
-  squarepeg has no `attach` verb (yet) to come back to it.
+  squarepeg has no `attach` verb (yet) to come back to it (the refusals are
+  plan/rules.py's, with every other rule across flags).
 
 Also the parsing of `logs --since` and the name check the verbs make before asking the
 cluster. Pure: no I/O.
@@ -39,30 +40,11 @@ DETACHED_VALUE = "true"
 REMOVE_AFTER_SECONDS = 0
 
 
-def detach_options(
-    options: RunOptions, *, remove_when_done: bool, mode_given: bool
-) -> tuple[RunOptions, list[str]]:
-    """The options of a `run -d` (refused combinations raise UsageError), and the status
-    notes to print about what -d changed."""
-    if options.interactive or options.tty:
-        given = {(True, False): "-i", (False, True): "-t"}.get(
-            (options.interactive, options.tty), "-it"
-        )
-        raise UsageError(
-            f"-d cannot be used with {given}: a detached run has no terminal or stdin to "
-            "attach, and squarepeg has no `attach` verb to come back to it",
-            "leave out -d to work with the container interactively, or leave out "
-            f"{given} to run it detached",
-        )
+def detach_options(options: RunOptions, *, remove_when_done: bool) -> tuple[RunOptions, list[str]]:
+    """The options of a `run -d` (its refusals are plan/rules.py's), and the status notes to
+    print about what -d changed."""
     if not remove_when_done:
         return options, []
-    if options.mode == "pod" and mode_given:
-        raise UsageError(
-            "-d --rm cannot be used with --mode pod: a Pod has no time-to-live, and a "
-            "detached run has no squarepeg process left to delete it when it exits",
-            "leave out --mode pod (-d --rm runs a Job that the cluster deletes when it "
-            "exits), or leave out --rm and delete it with `kubectl squarepeg rm NAME`",
-        )
     notes = []
     if options.mode == "pod":
         notes.append(

@@ -1,10 +1,10 @@
 """RunOptions: every setting of one `run`, after the command line has been laid over config.
 
-Owns how a flag and a config key combine, the parsing of flag values (through the parsers of
-values.py, names.py, quantities.py, network.py, images.py, security.py and mounts.py, naming
-the flag in every error), and the cross-field checks that need no I/O. Reading an
-`--env-file` or a `--label-file` goes through the `read_text` seam, so this module itself
-touches nothing.
+Owns how a flag and a config key combine, and the parsing of flag values (through the
+parsers of values.py, names.py, quantities.py, network.py, images.py, security.py and
+mounts.py, naming the flag in every error); the rules across fields are plan/rules.py's.
+Reading an `--env-file` or a `--label-file` goes through the `read_text` seam, so this
+module itself touches nothing.
 
 How the two sources combine (the spec leaves the multi-valued case open; docs/decisions/0005):
 - a single value: the flag when it was given on the command line, else the config value
@@ -367,97 +367,6 @@ def _check_reserved_labels(merger: _Merger) -> None:
             )
 
 
-def check_combination(options: RunOptions, flags: Mapping[str, Any]) -> None:
-    """Cross-field rules; each failure names the flags involved."""
-    if options.dry_run and options.dry_run_server:
-        raise UsageError(
-            "--dry-run and --dry-run-server cannot be used together",
-            "pass --dry-run to print the manifest locally, or --dry-run-server to have the "
-            "apiserver validate it",
-        )
-    if flags.get("rm") and flags.get("keep"):
-        raise UsageError(
-            "--rm and --keep contradict each other",
-            "leave out --rm (deleting is the default), or leave out --keep",
-        )
-    check_image(options.image)
-    _check_one_source_per_field(options)
-    if options.shm_size is not None and any(t.path == "/dev/shm" for t in options.tmpfs):
-        raise UsageError(
-            "--shm-size and a tmpfs at /dev/shm both mount /dev/shm",
-            "use --shm-size SIZE, or --tmpfs /dev/shm:size=SIZE, not both",
-        )
-    _check_memory_reservation(options)
-    _check_dns_counts(options)
-    paths = [t.path for t in options.tmpfs]
-    for path in paths:
-        if paths.count(path) > 1:
-            raise UsageError(
-                f"--tmpfs {path} is given twice with different options",
-                "give each tmpfs mount point once",
-            )
-    _check_mount_targets(options)
-
-
-def _check_mount_targets(options: RunOptions) -> None:
-    """Two mounts at one path are an invalid pod: name both (paths compared normalised)."""
-    seen: dict[str, str] = {}
-    targets = [
-        *((b.target, f"-v {b.source}:{b.target}") for b in options.binds),
-        *((v.target, f"-v {v.claim}:{v.target}") for v in options.volume_mounts),
-        *((t.path, f"--tmpfs {t.path}") for t in options.tmpfs),
-        *((("/dev/shm", "--shm-size"),) if options.shm_size is not None else ()),
-    ]
-    for target, given in targets:
-        if target in seen:
-            raise UsageError(
-                f"two mounts at {target}: {seen[target]} and {given}",
-                "give each mount point (DST) once",
-            )
-        seen[target] = given
-
-
-# What the API server accepts in a pod's dnsConfig (docker takes any number).
-MAX_NAMESERVERS = 3
-MAX_DNS_SEARCHES = 32
-MAX_DNS_SEARCH_CHARS = 2048  # the search list joined by spaces
-
-
-def _check_dns_counts(options: RunOptions) -> None:
-    if len(options.dns) > MAX_NAMESERVERS:
-        raise UsageError(
-            f"--dns: {len(options.dns)} nameservers in all (config's `dns` included); Kubernetes "
-            f"takes at most {MAX_NAMESERVERS}, the number a resolver uses",
-            f"give at most {MAX_NAMESERVERS} --dns",
-        )
-    if len(options.dns_search) > MAX_DNS_SEARCHES:
-        raise UsageError(
-            f"--dns-search: {len(options.dns_search)} search domains in all (config's "
-            f"`dns_search` included); Kubernetes takes at most {MAX_DNS_SEARCHES}",
-            f"give at most {MAX_DNS_SEARCHES} --dns-search",
-        )
-    if (chars := len(" ".join(options.dns_search))) > MAX_DNS_SEARCH_CHARS:
-        raise UsageError(
-            f"--dns-search: the search domains in all (config's `dns_search` included) come to "
-            f"{chars} characters with a space between each; Kubernetes takes at most "
-            f"{MAX_DNS_SEARCH_CHARS}",
-            "give fewer or shorter --dns-search",
-        )
-
-
-def _check_memory_reservation(options: RunOptions) -> None:
-    # Kubernetes refuses a pod whose memory request is above its limit; say so at the flag.
-    limit, request = options.memory, options.memory_reservation
-    if limit is None or request is None:
-        return
-    if quantities.size_bytes(request) > quantities.size_bytes(limit):
-        raise UsageError(
-            f"--memory-reservation {request} is larger than the -m limit {limit} "
-            "(Kubernetes refuses a memory request above the limit)",
-            "give a --memory-reservation no larger than -m, or raise -m",
-        )
-
-
 def _merge_sysctls(merger: _Merger) -> tuple[tuple[str, str], ...]:
     # One value per sysctl: a --sysctl replaces config's value of the same name.
     given = merger.items("sysctl", security.parse_sysctl)
@@ -465,28 +374,6 @@ def _merge_sysctls(merger: _Merger) -> tuple[tuple[str, str], ...]:
     kept = [(n, v) for n, v in merger.conf("sysctl", []) if n not in given_names]
     by_name = dict([*kept, *given])  # the last --sysctl of a name wins, as in docker
     return tuple(by_name.items())
-
-
-# Node labels a flag's value also sets: (the flag's parameter, the node-selector keys).
-_SELECTOR_KEYS = ("kubernetes.io/os", "kubernetes.io/arch")
-
-
-def _check_one_source_per_field(options: RunOptions) -> None:
-    """Two flags that write the same field are an error naming both, never a silent
-    overwrite (config values are defaults, and lose to either flag without a word)."""
-    if "platform" in options.explicit and options.platform is not None:
-        given = options.cli_keys.get("node_selector", {})
-        for key in _SELECTOR_KEYS:
-            if key in given:
-                raise UsageError(
-                    f"--platform and --node-selector {key}=... both set the node selector {key}",
-                    "give one of them",
-                )
-    if options.entrypoint == "" and not options.command:
-        raise UsageError(
-            '--entrypoint "" resets the image\'s entrypoint and leaves nothing to run',
-            "give the command after IMAGE, like `run --entrypoint \"\" IMAGE sh -c 'echo hi'`",
-        )
 
 
 def check_image(image: str) -> None:
@@ -590,5 +477,4 @@ def build_run_options(
         explicit=frozenset(p for p in explicit if m.given(p)) | {"image"},
         cli_keys={k: dict(v) for k, v in m.cli_keys.items()},
     )
-    check_combination(options, {p: flags.get(p) for p in ("rm", "keep") if m.given(p)})
     return options

@@ -1209,6 +1209,7 @@ def test_help_and_version_load_only_click(sandbox: Sandbox) -> None:
             "kubectl_squarepeg.plan",
             "kubectl_squarepeg.terminal",
             "kubectl_squarepeg.cli.app",
+            "kubectl_squarepeg.cli.runflags",  # the options' declarations, out of app.py
             "kubectl_squarepeg.terminal.console",
             "kubectl_squarepeg.plan.dockerflags",
             "kubectl_squarepeg.plan.flagrow",

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kubectl_squarepeg.errors import UsageError
-from kubectl_squarepeg.plan import detached
+from kubectl_squarepeg.plan import detached, rules
 from kubectl_squarepeg.plan.options import RunOptions
 from kubectl_squarepeg.run import listing, orphans
 
@@ -136,13 +136,12 @@ def test_a_detached_pod_is_labelled_and_a_job_keeps_no_ttl_without_rm() -> None:
 
 
 def test_d_rm_makes_a_job_and_refuses_an_explicit_pod_mode() -> None:
-    options, notes = detached.detach_options(
-        RunOptions(image="alpine"), remove_when_done=True, mode_given=False)
+    options, notes = detached.detach_options(RunOptions(image="alpine"), remove_when_done=True)
     assert options.mode == "job" and options.job_ttl_seconds_after_finished == 0
     assert notes and "Job" in notes[0]
     with pytest.raises(UsageError, match="--mode pod"):
-        detached.detach_options(RunOptions(image="alpine"), remove_when_done=True,
-                                mode_given=True)
+        rules.validate(RunOptions(image="alpine"),
+                       rules.Asked(detach=True, rm=True, mode_given=True))
 
 
 @pytest.mark.parametrize(("interactive", "tty", "given"), [
@@ -150,7 +149,7 @@ def test_d_rm_makes_a_job_and_refuses_an_explicit_pod_mode() -> None:
 def test_d_with_a_terminal_or_stdin_is_refused(interactive: bool, tty: bool, given: str) -> None:
     options = dataclasses.replace(RunOptions(image="alpine"), interactive=interactive, tty=tty)
     with pytest.raises(UsageError, match=f"-d cannot be used with {given}:"):
-        detached.detach_options(options, remove_when_done=False, mode_given=False)
+        rules.validate(options, rules.Asked(detach=True))
 
 
 def test_since_reads_durations_and_times_and_refuses_garbage() -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from kubectl_squarepeg.config import files as config
 from kubectl_squarepeg.errors import UsageError
+from kubectl_squarepeg.plan import rules
 from kubectl_squarepeg.plan.mounts import Tmpfs
 from kubectl_squarepeg.plan.options import RunOptions, build_run_options, flag_name
 
@@ -82,9 +83,11 @@ def options(
     flags |= {p: False for p in SWITCHES} | {p: None for p in SCALARS}
     flags |= {"image": image, "command": command, **given}
     merged = config.from_texts([(f"c{i}.yaml", t) for i, t in enumerate(conf_texts)], ENVIRON)
-    return build_run_options(
+    built = build_run_options(
         flags, {*given, "image", "command"}, merged, environ=ENVIRON, read_text=read_text
     )
+    rules.validate(built, rules.Asked(rm=bool(given.get("rm")), keep=bool(given.get("keep"))))
+    return built
 
 
 def usage_error(*conf_texts: str, **given: Any) -> str:

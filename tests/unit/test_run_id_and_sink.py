@@ -1,19 +1,20 @@
-"""Two small pure pieces of a run: the run id (cli.new_run_id) and the sink that hands a
-child's stdout to a callback without ever losing the callback's error (kubectl._ByteSink).
+"""Two small pure pieces of a run: the run id (prepare/prepared.py new_run_id) and the sink
+that hands a child's stdout to a callback without ever losing the callback's error
+(kubectl._ByteSink).
 No process is started."""
 
 from __future__ import annotations
 
 import re
 
-from kubectl_squarepeg.cli import app as cli
 from kubectl_squarepeg.cluster import kubectl
+from kubectl_squarepeg.prepare.prepared import new_run_id
 
 UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
 
 def test_run_ids_are_random_version_4_uuids() -> None:
-    ids = {cli.new_run_id() for _ in range(50)}
+    ids = {new_run_id() for _ in range(50)}
     assert len(ids) == 50
     assert all(UUID4.match(run_id) for run_id in ids)
 

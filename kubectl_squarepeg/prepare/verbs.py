@@ -1,0 +1,155 @@
+"""The verbs on the user's runs (`sweep`, `ps`, `logs`, `wait`, `rm`) from their flags to
+their exit code: each the one call its command makes.
+
+Owns what a verb needs before it acts: the connection that -n, --context, --kubeconfig,
+--as and the config files given with --config name (`user_connection`), the user's
+created-by value, the names checked (plan/detached.py `check_run_name`), --format, --since
+and --tail read; then the hand-over to run/sweep.py or run/detached.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from kubectl_squarepeg.errors import UsageError
+from kubectl_squarepeg.prepare.environment import Environment
+from kubectl_squarepeg.prepare.launch import config_files_note
+from kubectl_squarepeg.prepare.prepared import impersonation, key_origin
+
+if TYPE_CHECKING:
+    from kubectl_squarepeg.config.merge import Config
+    from kubectl_squarepeg.terminal.console import Console
+
+
+def user_connection(flags: Mapping[str, Any], env: Environment) -> tuple[Any, Config]:
+    """The connection that -n, --context, --kubeconfig, --as and the config files given
+    with --config name, for a command on the user's runs (sweep, ps, logs, wait, rm), and
+    the merged config it came from."""
+    from kubectl_squarepeg.cluster.connect import ClusterFlags, connect
+    from kubectl_squarepeg.config import files as config
+    from kubectl_squarepeg.plan import names
+    from kubectl_squarepeg.plan.values import ValueProblem
+
+    merged = config.load(explicit=flags.get("config") or (), environ=env.environ, cwd=env.cwd)
+
+    def setting(name: str) -> str | None:
+        value = flags.get(name) or merged.values.get(name)
+        return None if value is None else str(value)
+
+    namespace = setting("namespace")
+    if namespace is not None:
+        try:
+            names.validate_name(namespace)
+        except ValueProblem as problem:
+            raise UsageError(f"invalid value {namespace!r} for --namespace", str(problem)) from None
+    choice = ClusterFlags(setting("context"), setting("kubeconfig"), namespace)
+    connection = connect(
+        choice,
+        environ=env.environ,
+        kubeconfig_origin=key_origin(merged, "kubeconfig", bool(flags.get("kubeconfig"))),
+        **impersonation(flags),
+    )
+    return connection, merged
+
+
+def verb_connection(flags: Mapping[str, Any], env: Environment) -> tuple[Any, str]:
+    """The connection and the user's created-by value, for a verb on the user's runs."""
+    from kubectl_squarepeg.plan.manifest import created_by_value
+
+    connection, _ = user_connection(flags, env)
+    return connection, created_by_value(env.username)
+
+
+def _run_names(names: Sequence[str]) -> list[str]:
+    from kubectl_squarepeg.plan.detached import check_run_name
+
+    return [check_run_name(name) for name in names]
+
+
+def sweep(flags: Mapping[str, Any], env: Environment, console: Console) -> int:
+    """`sweep [--dry-run]`: the orphan sweep of every run, on its own."""
+    from kubectl_squarepeg.plan.manifest import created_by_value
+    from kubectl_squarepeg.run import sweep as orphan_sweep
+
+    connection, merged = user_connection(flags, env)
+    console.quiet = bool(flags["quiet"] or merged.values.get("quiet"))
+    console.status(connection.banner() + config_files_note(merged.files))
+    return orphan_sweep.sweep_now(
+        connection,
+        created_by_value(env.username),
+        min_age=int(merged.values.get("orphan_sweep_min_age") or 0),
+        silence=float(merged.values.get("orphan_sweep_silence") or 120.0),
+        console=console,
+        dry_run=bool(flags["dry_run"]),
+    )
+
+
+def ps(flags: Mapping[str, Any], env: Environment) -> int:
+    """`ps [-a] [-q] [--format table|json]`."""
+    fmt = (flags["output_format"] or "table").strip().lower()
+    if fmt not in ("table", "json"):
+        raise UsageError(
+            f"invalid value {flags['output_format']!r} for --format", "use table or json"
+        )
+    from kubectl_squarepeg.run import detached
+
+    connection, created_by = verb_connection(flags, env)
+    return detached.ps(
+        connection,
+        created_by,
+        all_runs=bool(flags["all_runs"]),
+        quiet=bool(flags["quiet"]),
+        as_json=fmt == "json",
+    )
+
+
+def logs(flags: Mapping[str, Any], env: Environment, console: Console) -> int:
+    """`logs [-f] [--since D] [-t] [--tail N] NAME`."""
+    from kubectl_squarepeg.plan.detached import parse_since
+
+    name = _run_names([flags["name"]])[0]
+    since = parse_since(flags["since"]) if flags["since"] is not None else None
+    tail = _tail(flags["tail"])
+    from kubectl_squarepeg.run import detached
+
+    connection, created_by = verb_connection(flags, env)
+    return detached.logs(
+        connection,
+        created_by,
+        name,
+        follow=bool(flags["follow"]),
+        since=since,
+        timestamps=bool(flags["timestamps"]),
+        tail=tail,
+        console=console,
+    )
+
+
+def _tail(text: str | None) -> int | None:
+    if text is None or text.strip().lower() == "all":
+        return None
+    cleaned = text.strip()
+    if not cleaned.isascii() or not cleaned.isdigit() or len(cleaned) > 9:
+        raise UsageError(f"invalid value {text!r} for --tail", "give a number of lines, or all")
+    return int(cleaned)
+
+
+def wait(flags: Mapping[str, Any], env: Environment, console: Console) -> int:
+    """`wait NAME...`."""
+    names = _run_names(flags["names"])
+    from kubectl_squarepeg.run import detached
+
+    connection, created_by = verb_connection(flags, env)
+    return detached.wait(connection, created_by, names, console=console)
+
+
+def rm(flags: Mapping[str, Any], env: Environment, console: Console) -> int:
+    """`rm [-f] NAME...`."""
+    names = _run_names(flags["names"])
+    from kubectl_squarepeg.run import detached
+
+    connection, created_by = verb_connection(flags, env)
+    return detached.rm(
+        connection, created_by, names, force=bool(flags["force"]), console=console
+    )
