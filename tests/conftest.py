@@ -223,7 +223,7 @@ SLOW_FIRST = (
 # Files whose tests hold a cluster's faults to seconds (an API server down 2 s, a Killing
 # event within 5 s), a pty, signals, or 20 runs at once: marked `timing_sensitive`, which
 # scripts/test runs in one process after the xdist workers (`-m timing_sensitive`), as the
-# first four failed beside two other workers at load 15 to 37 (docs/ci-time.md).
+# first four failed beside two other workers at a median load of 15.6 (docs/ci-time.md).
 TIMING_SENSITIVE = (
     "e2e/test_soak.py",
     "e2e/test_sweep_live_runs.py",
