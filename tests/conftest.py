@@ -27,6 +27,25 @@ SQUAREPEG_TEST_CLUSTER (default kubesim). Tests outside tests/e2e always use kub
 - Markers: `kubesim_only(reason)` skips a test on localkube, `localkube_only(reason)` on
   kubesim; the reason names the fault or object only one cluster has. `smoke(concern)` marks
   the dozen e2e tests CI runs with each other kubectl (`-m smoke`), one per concern.
+- `--quick` (scripts/test --quick, the inner loop): of tests/e2e only the smoke set, nothing
+  of tests/kubesim or tests/localkube, the unit and property tests but the property grids
+  (QUICK_LEAVES_OUT: every key and flag with every tricky value, minutes of CPU; CI runs
+  them).
+- Under pytest-xdist (`-n N --dist loadfile --no-loadscope-reorder`, scripts/test's kubesim
+  phase) a test file runs whole on one worker, so a module's `kubesim` starts once, as
+  without xdist. Every worker has its own basetemp, so the clusters' directories, kubeconfigs,
+  KUBECACHEDIR and the e2e runs' XDG config and cache homes (tests/e2e/conftest.py)
+  are its own; kubesim listens on a port the kernel picks; no test writes to ~/.kube or to
+  squarepeg's own places in HOME. The one place outside the temporary directories, the
+  release wheel cache (build/release-cache/), is written by test_packaging.py alone on
+  kubesim (test_in_cluster.py builds only on the kubelet node, whose phase runs in one
+  process). The slowest files are handed out first (SLOW_FIRST), so that none starts last.
+  The files of TIMING_SENSITIVE are marked `timing_sensitive`: scripts/test runs them in one
+  process once the workers are done (`-m "not timing_sensitive"` with `-n`, then `-m
+  timing_sensitive` without).
+  (`--dist loadgroup` would be the tool for files that must share a worker: with pytest 9.2
+  and xdist 3.8 it does not group, as xdist renames item._nodeid, which pytest no longer
+  reads.)
 - Which kubectl: `--kubectl VERSION|PATH` or SQUAREPEG_TEST_KUBECTL (default: the first on
   PATH). `1.27` is `kubectl.1.27` beside (or on) PATH, as the machine's dispatcher keeps them;
   a path is that binary. It is put first on os.environ's PATH, as `kubectl`, for the whole
@@ -46,6 +65,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -84,6 +104,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="the kubectl of the tests: a version (1.27 = kubectl.1.27 beside "
                           "the kubectl on PATH) or a path (default: $SQUAREPEG_TEST_KUBECTL, "
                           "else the kubectl on PATH)")
+    parser.addoption("--quick", action="store_true",
+                     help="the inner loop (scripts/test --quick): of tests/e2e only the smoke "
+                          "set, nothing of tests/kubesim or tests/localkube, no property grids")
     parser.addoption("--localkube-release", default=None, metavar="MINOR",
                      help="the Kubernetes release of localkube (--cluster localkube): 1.34 "
                           "or 1.37 (default: $LOCALKUBE_RELEASE, else 1.34)")
@@ -96,6 +119,8 @@ def pytest_configure(config: pytest.Config) -> None:
                             "agent makes (tests/e2e/conftest.py's needs_the_node_agent)")
     config.addinivalue_line("markers", "smoke(concern): one of the dozen e2e tests run with "
                             "each other kubectl (`-m smoke --kubectl 1.27`)")
+    config.addinivalue_line("markers", "timing_sensitive: a file of TIMING_SENSITIVE "
+                            "(tests/conftest.py), run in one process beside no xdist worker")
     release = config.getoption("--localkube-release")
     try:
         # Every scripts/localkube the session starts (and tests that read the release's
@@ -185,7 +210,66 @@ def _test_folder(item: pytest.Item) -> str:
         return ""
 
 
+# The files that take longest on kubesim (docs/ci-time.md, 2026-12-07), handed out first
+# to pytest-xdist's workers; the others keep their order.
+SLOW_FIRST = (
+    "e2e/test_detached.py",
+    "property/test_grids.py",
+    "e2e/test_failure_paths.py",
+    "property/test_no_traceback.py",
+    "e2e/test_cli_dry_run.py",
+    "e2e/test_run.py",
+)
+# Files whose tests hold a cluster's faults to seconds (an API server down 2 s, a Killing
+# event within 5 s), a pty, signals, or 20 runs at once: marked `timing_sensitive`, which
+# scripts/test runs in one process after the xdist workers (`-m timing_sensitive`), as the
+# first four failed beside two other workers at a median load of 15.6 (docs/ci-time.md).
+TIMING_SENSITIVE = (
+    "e2e/test_soak.py",
+    "e2e/test_sweep_live_runs.py",
+    "kubesim/test_cluster_kubelet.py",
+    "kubesim/test_kubectl_cluster.py",
+    "e2e/test_interrupt_e2e.py",
+    "e2e/test_interactive.py",
+)
+
+
+def _test_file(item: pytest.Item) -> str:
+    """The test's file under tests/ (`e2e/test_run.py`)."""
+    try:
+        return Path(item.path).resolve().relative_to(ROOT / "tests").as_posix()
+    except ValueError:
+        return str(item.path)
+
+
+# What `--quick` leaves out of the unit and property tests: 170 s of CPU in one process
+# (docs/ci-time.md), more than the inner loop's whole budget.
+QUICK_LEAVES_OUT = ("property/test_grids.py",)
+
+
+def _quick(items: list[pytest.Item]) -> tuple[list[pytest.Item], list[pytest.Item]]:
+    """Kept and deselected items of `--quick`."""
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        folder = _test_folder(item)
+        slow = folder in ("kubesim", "localkube") or (
+            folder == "e2e" and item.get_closest_marker("smoke") is None) or (
+            _test_file(item) in QUICK_LEAVES_OUT)
+        (dropped if slow else kept).append(item)
+    return kept, dropped
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--quick"):
+        items[:], dropped = _quick(items)
+        config.hook.pytest_deselected(items=dropped)
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # every worker sorts alike: xdist checks
+        rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+        items.sort(key=lambda item: rank.get(_test_file(item), len(rank)))
+    for item in items:
+        if _test_file(item) in TIMING_SENSITIVE:
+            item.add_marker(pytest.mark.timing_sensitive)
     cluster = selected_cluster(config)
     for item in items:
         folder = _test_folder(item)
@@ -197,6 +281,39 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if marker is not None and cluster == other and folder == "e2e":
                 reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "")
                 item.add_marker(pytest.mark.skip(reason=f"{name.replace('_', ' ')}: {reason}"))
+
+
+_PROPERTY_CASES = "property_cases"
+
+
+def _property_cases() -> dict[str, int] | None:
+    """The property suites' count of cases by kind, when they ran in this process."""
+    harness = sys.modules.get("tests.property.harness")
+    return None if harness is None else harness.CASES.counts
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    counts = _property_cases()
+    if workeroutput is not None and counts:  # an xdist worker: to the controller
+        workeroutput[_PROPERTY_CASES] = dict(counts)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's: a worker has finished
+def pytest_testnodedown(node: Any, error: object) -> None:
+    counts = getattr(node, "workeroutput", {}).get(_PROPERTY_CASES)
+    if counts:
+        from tests.property.harness import CASES
+        for kind, n in counts.items():
+            CASES.counts[kind] = CASES.counts.get(kind, 0) + n
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    counts = _property_cases()
+    if counts:
+        counted = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
+        terminalreporter.write_line(
+            f"property suites: {sum(counts.values())} cases ran ({counted})")
 
 
 class Kubesim:

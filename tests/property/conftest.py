@@ -1,4 +1,5 @@
-"""Hypothesis settings of the property suites, and the count of cases they ran.
+"""Hypothesis settings of the property suites (the count of cases they ran is printed by
+tests/conftest.py, which pytest-xdist's controller loads, and adds up from the workers).
 
 The `ci` profile (the default) is derandomized: the same cases every run, so a failure in
 CI is reproducible and the suite's cost is fixed. `HYPOTHESIS_PROFILE=explore` draws new
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.property.harness import CASES, Sandbox
+from tests.property.harness import Sandbox
 
 _QUIET_CHECKS = [HealthCheck.too_slow, HealthCheck.data_too_large,
                  HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much]
@@ -32,10 +33,3 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     box = Sandbox(Path(tmp_path_factory.mktemp("property")))
     yield box
     assert box.cluster_calls() == [], "a case asked kubectl for more than `config view`"
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if CASES.counts:
-        counted = ", ".join(f"{n} {kind}" for kind, n in sorted(CASES.counts.items()))
-        terminalreporter.write_line(
-            f"property suites: {sum(CASES.counts.values())} cases ran ({counted})")

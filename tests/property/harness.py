@@ -45,7 +45,7 @@ PROCESS_SECONDS = 30.0
 
 @dataclass
 class Counter:
-    """How many cases ran, by kind; printed at the end of the session (conftest.py)."""
+    """How many cases ran, by kind; printed at the end of the session (tests/conftest.py)."""
 
     counts: dict[str, int] = field(default_factory=dict)
 
