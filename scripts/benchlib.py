@@ -1,5 +1,5 @@
 """What the `bench-*` scripts share: a cluster of their own (kubesim, or localkube's real
-control plane and kubelet node), timing, and a counting kubectl.
+control plane and kubelet node), a dry run's offline home, timing, and a counting kubectl.
 
 Not a test helper: benchmarks print numbers measured in one run; they assert nothing. Each
 starts its own cluster in a temporary folder and stops it (and every container it ran)
@@ -28,6 +28,43 @@ READY_SECONDS = 30.0
 # The first start on a machine builds nothing here (scripts/localkube build does), but
 # the node pulls its images into containerd.
 LOCALKUBE_READY_SECONDS = 180.0
+
+
+# A dry run's kubeconfig: its server (port 1) refuses at once, and a dry run never needs it.
+OFFLINE_KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+clusters:
+- name: bench
+  cluster: {server: "https://127.0.0.1:1"}
+users:
+- name: bench
+  user: {token: bench}
+contexts:
+- name: bench
+  context: {cluster: bench, user: bench, namespace: bench-ns}
+current-context: bench
+"""
+
+
+def offline_home(work: Path) -> dict[str, str]:
+    """The environment of a dry run in `work`: OFFLINE_KUBECONFIG, last changed an hour ago
+    (before this session, so squarepeg's view cache may be trusted), and a HOME, XDG folders
+    and kubectl cache of its own there, so no config file of the user's is read. Bytecode is
+    cached, as in any normal install."""
+    kubeconfig = work / "kubeconfig"
+    kubeconfig.write_text(OFFLINE_KUBECONFIG)
+    an_hour_ago = time.time() - 3600
+    os.utime(kubeconfig, (an_hour_ago, an_hour_ago))
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("PYTHONDONTWRITEBYTECODE", "SQUAREPEG_CONFIG")}
+    return env | {
+        "KUBECONFIG": str(kubeconfig),
+        "KUBECACHEDIR": str(work / "kube-cache"),
+        "HOME": str(work),
+        "XDG_CONFIG_HOME": str(work / "config"),
+        "XDG_CACHE_HOME": str(work / "cache"),
+    }
 
 
 @dataclass(frozen=True)
