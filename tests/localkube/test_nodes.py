@@ -2,7 +2,9 @@
 Ready, each in network and mount namespaces of its own, a pod on each (its logs read, through
 the API server and the node's own /logs/), pods that reach each other across the fabric, a
 node that loses power (`ctl stop-node`: NotReady within the short grace) and boots again
-(`ctl start-node`), a drain through the Eviction API, and a node added (`ctl add-node`).
+(`ctl start-node`), a drain through the Eviction API, and a node added (`ctl add-node`);
+then `kubectl squarepeg run --node-selector`, `--toleration` and `--gpus` placing their pod
+where asked (a label, a taint, a fake `nvidia.com/gpu` advertised by a status patch).
 
 One localkube of the module's own, started with `--node-grace` GRACE (the release's 50 s
 would make the stop test a minute long; the default is tried by hand, see
@@ -17,6 +19,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +36,7 @@ GRACE = 8  # seconds: the controller manager's node-monitor-grace-period here
 # at the controller's next check (every GRACE/5 s); the rest is this busy machine's slack.
 NOT_READY_SECONDS = GRACE + 30
 CTL_SECONDS = 330.0  # add-node pushes the images, waits for Ready and runs a canary
+SQUAREPEG = str(Path(sys.executable).parent / "kubectl-squarepeg")
 
 
 class TwoNodes(Localkube):
@@ -285,3 +289,73 @@ def test_an_unknown_node_is_refused_with_the_known_ones(kubesim: TwoNodes) -> No
                           stdin=subprocess.DEVNULL, timeout=60)
     assert done.returncode == 1
     assert re.search(rb'node "nowhere" is not one of .*localkube-node-1', done.stderr), done
+
+
+def _squarepeg(cluster: TwoNodes, namespace: str, name: str,
+               *args: str) -> subprocess.CompletedProcess[bytes]:
+    """`kubectl squarepeg run --keep --name NAME ARGS` (kept: the test reads where it ran)."""
+    return subprocess.run([SQUAREPEG, "run", "-n", namespace, "--name", name, "--keep",
+                           *args], env=cluster.env, capture_output=True,
+                          stdin=subprocess.DEVNULL, timeout=180)
+
+
+def _placed(cluster: TwoNodes, namespace: str, name: str,
+            done: subprocess.CompletedProcess[bytes]) -> str:
+    assert (done.returncode, done.stdout) == (0, b"placed\n"), done.stderr
+    node = _pod_field(cluster, namespace, name, "{.spec.nodeName}")
+    _delete(cluster, namespace, name)
+    return node
+
+
+def test_squarepeg_node_selector_places_the_pod_on_the_labelled_node(
+        kubesim: TwoNodes, namespace: str) -> None:
+    for node in ("localkube-node-2", "localkube-node-1"):
+        kubesim.kubectl("label", "node", node, "squarepeg-test=here", check=True)
+        try:
+            done = _squarepeg(kubesim, namespace, f"sel-{node[-1]}", "--node-selector",
+                              "squarepeg-test=here", "busybox", "echo", "placed")
+            assert _placed(kubesim, namespace, f"sel-{node[-1]}", done) == node
+        finally:
+            kubesim.kubectl("label", "node", node, "squarepeg-test-", check=True)
+
+
+def test_squarepeg_toleration_lets_the_pod_onto_a_tainted_node(kubesim: TwoNodes,
+                                                               namespace: str) -> None:
+    node = "localkube-node-2"
+    where = ("--node-selector", f"kubernetes.io/hostname={node}")
+    kubesim.kubectl("taint", "node", node, "squarepeg-spot=true:NoSchedule", check=True)
+    try:
+        refused = _squarepeg(kubesim, namespace, "untolerated", "--timeout", "8", *where,
+                             "busybox", "echo", "placed")
+        assert refused.returncode == 125, refused.stderr
+        assert b"FailedScheduling" in refused.stderr or b"untolerated taint" in \
+            refused.stderr, refused.stderr
+        _delete(kubesim, namespace, "untolerated")
+        done = _squarepeg(kubesim, namespace, "tolerated", "--toleration",
+                          "squarepeg-spot=true:NoSchedule", *where, "busybox", "echo",
+                          "placed")
+        assert _placed(kubesim, namespace, "tolerated", done) == node
+    finally:
+        kubesim.kubectl("taint", "node", node, "squarepeg-spot-", check=True)
+
+
+def test_squarepeg_gpus_lands_on_the_node_that_advertises_them(kubesim: TwoNodes,
+                                                               namespace: str) -> None:
+    """A fake extended resource, `nvidia.com/gpu: 1`, in one node's status (the kubelet
+    keeps extended resources it does not know of: no device plugin claims them)."""
+    node = "localkube-node-1"
+    patch = json.dumps({"status": {"capacity": {"nvidia.com/gpu": "1"},
+                                   "allocatable": {"nvidia.com/gpu": "1"}}})
+    kubesim.kubectl("patch", "node", node, "--subresource=status", "--type=merge", "-p",
+                    patch, check=True)
+    try:
+        wait_until(lambda: _nodes(kubesim)[node]["status"]["allocatable"].get(
+            "nvidia.com/gpu") == "1", 30, "the node to advertise a gpu")
+        done = _squarepeg(kubesim, namespace, "gpu", "--gpus", "1", "busybox", "echo",
+                          "placed")
+        assert _placed(kubesim, namespace, "gpu", done) == node
+    finally:
+        gone = json.dumps({"status": {"capacity": {"nvidia.com/gpu": None},
+                                      "allocatable": {"nvidia.com/gpu": None}}})
+        kubesim.kubectl("patch", "node", node, "--subresource=status", "--type=merge", "-p",
+                        gone)
