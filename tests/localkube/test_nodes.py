@@ -3,8 +3,9 @@ Ready, each in network and mount namespaces of its own, a pod on each (its logs 
 the API server and the node's own /logs/), pods that reach each other across the fabric, a
 node that loses power (`ctl stop-node`: NotReady within the short grace) and boots again
 (`ctl start-node`), a drain through the Eviction API, and a node added (`ctl add-node`);
-then `kubectl squarepeg run --node-selector`, `--toleration` and `--gpus` placing their pod
-where asked (a label, a taint, a fake `nvidia.com/gpu` advertised by a status patch).
+then `kubectl squarepeg run --node-selector`, `--toleration`, `--platform` and `--gpus`
+placing their pod where asked (a label, a taint, the nodes' own os/arch labels, a fake
+`nvidia.com/gpu` advertised by a status patch).
 
 One localkube of the module's own, started with `--node-grace` GRACE (the release's 50 s
 would make the stop test a minute long; the default is tried by hand, see
@@ -218,6 +219,7 @@ def test_a_stopped_node_is_not_ready_within_the_grace_and_boots_again(
     began = time.monotonic()
     answer = kubesim.answer("stop-node", node)
     assert answer["stopped"] == node
+    assert _node_ready(kubesim, node) == "True"  # nothing told the API
     assert set(_kubelets(kubesim).values()) == before - {"node-2"}  # killed at once
     facts = {n["name"]: n for n in kubesim.answer("nodes")["nodes"]}
     assert facts[node]["state"] == "stopped" and "kubelet" not in facts[node]["memoryKiB"]
@@ -337,6 +339,20 @@ def test_squarepeg_toleration_lets_the_pod_onto_a_tainted_node(kubesim: TwoNodes
         assert _placed(kubesim, namespace, "tolerated", done) == node
     finally:
         kubesim.kubectl("taint", "node", node, "squarepeg-spot-", check=True)
+
+
+def test_squarepeg_platform_runs_where_the_nodes_os_and_arch_are(kubesim: TwoNodes,
+                                                                  namespace: str) -> None:
+    arch = {"x86_64": "amd64", "aarch64": "arm64"}[os.uname().machine]
+    done = _squarepeg(kubesim, namespace, "native", "--platform", f"linux/{arch}",
+                      "busybox", "echo", "placed")
+    assert _placed(kubesim, namespace, "native", done).startswith("localkube-node-")
+    other = "arm64" if arch == "amd64" else "amd64"
+    refused = _squarepeg(kubesim, namespace, "foreign", "--timeout", "8", "--platform",
+                         f"linux/{other}", "busybox", "echo", "placed")
+    assert refused.returncode == 125 and b"FailedScheduling" in refused.stderr, \
+        refused.stderr
+    _delete(kubesim, namespace, "foreign")
 
 
 def test_squarepeg_gpus_lands_on_the_node_that_advertises_them(kubesim: TwoNodes,
