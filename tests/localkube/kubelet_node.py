@@ -23,8 +23,24 @@ pid, so two can run at once):
   give the sandbox oom_score_adj -998);
 - the kubelet (the admin kubeconfig; anonymous access with AlwaysAllow on its port, as the API
   server has no kubelet client certificate; `failCgroupV1: false`, `failSwapOn: false`).
-- its pod logs, kept in the state directory, bound at /var/log/pods while it runs: the
-  kubelet's /logs/ endpoint (nodes/proxy) serves only /var/log.
+- a mount namespace of its own (a file `mnt` in the state directory, made with `unshare
+  --mount=FILE`) holding the kubelet, containerd, the shims and the pods: their mounts
+  (rootfs overlays, volumes, the pods' network namespaces) are the node's alone and go with
+  it, and the node's `/var/log` there is its own directory `var-log`, whose `pods` is the
+  kubelet's podLogsDir: the kubelet's /logs/ endpoint (nodes/proxy) serves only /var/log,
+  and several nodes on one machine each serve their own. The machine's mounts are copied
+  in at its making, private (nothing propagates either way); the copies of other
+  instances' and nodes' mounts (their state directories, namespace files) are undone in it
+  at once, so that it pins none of them.
+Several nodes (`serve --nodes N`, `ctl add-node`): node K has the state directory, cgroup
+root (`/localkube-PID-K`) and host link (`lkhPID-K`) of its own, K = 1 keeping the names
+of a single node; they share only the image layouts (written once) and the fabric
+(netns.py). `power_off` is a machine that lost power (`ctl stop-node`): its links down
+first, then SIGKILL of the kubelet, containerd, the shims and every pod process, and its
+mount namespace dropped (the pods' mounts and network namespaces gone); `power_on`
+(`ctl start-node`) boots it again with its disk: containerd's and runc's state
+directories (a real node's /run) emptied, its root (images, metadata), the kubelet's root
+and the pod logs kept.
 `restart` is the node's faults (`ctl restart-kubelet`, `restart-containerd`): one component
 stopped and started again with the same argv, the containers checked alive across it.
 `stop` kills the pods' processes (through the cgroups), deletes containerd's tasks, stops
@@ -39,8 +55,10 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 import urllib.request
 from collections.abc import Callable
@@ -53,17 +71,20 @@ from tests.localkube import node_build, node_image
 from tests.localkube.build import BuildError
 from tests.localkube.netns import (
     BRIDGE,
+    CANDIDATE_POOLS,
     ApiForwarder,
     NetworkError,
     NodeNetwork,
     call_inside,
+    host_link_name,
+    release_namespace_file,
 )
 from tests.localkube.processes import SERVICE_CIDR, Component, StartError, wait_for
 
 CGROUP_MOUNTS = Path("/sys/fs/cgroup")
 CONTAINER_LOG_LINKS = Path("/var/log/containers")
-# Where the kubelet's /logs/ endpoint (nodes/proxy) finds pod logs: it serves /var/log only.
-POD_LOG_VIEW = Path("/var/log/pods")
+# What the kubelet's /logs/ endpoint (nodes/proxy) serves: /var/log only, here the node's own.
+NODE_VAR_LOG = Path("/var/log")
 CNI_RESULTS = Path("/var/lib/cni/results")
 SANDBOX_IMAGE = "registry.k8s.io/pause:3.10.1"
 BUSYBOX_TAGS: dict[str, tuple[str, ...]] = {
@@ -135,14 +156,20 @@ def cni_conflist(bridge: str, subnet: str, ipam_dir: Path) -> str:
         "type": "bridge", "bridge": bridge, "isGateway": True, "ipMasq": False,
         "ipam": {"type": "host-local", "ranges": [[{"subnet": subnet}]],
                  # The Service range through the bridge: the kubernetes Service's address
-                 # answers in the node's namespace (service_address.py).
-                 "routes": [{"dst": SERVICE_CIDR}],
+                 # answers in the node's namespace (service_address.py). The pools the
+                 # nodes' blocks come from: the other nodes' pods, through the fabric.
+                 "routes": [{"dst": SERVICE_CIDR}, *({"dst": pool} for pool in CANDIDATE_POOLS)],
                  "dataDir": str(ipam_dir)}}]}, indent=1)
 
 
 def kubelet_config(address: str, port: int, healthz_port: int, socket: Path,
-                   cgroup_root: str, pod_logs: Path) -> dict[str, Any]:
+                   cgroup_root: str, pod_logs: Path,
+                   lease_seconds: int | None = None) -> dict[str, Any]:
+    """The KubeletConfiguration; `lease_seconds` shortens the node lease (renewed at a
+    quarter of it) for a controller manager with a short node-monitor-grace-period."""
+    lease = {} if lease_seconds is None else {"nodeLeaseDurationSeconds": lease_seconds}
     return {
+        **lease,
         # Not the shared /var/log/pods: a kubelet's container GC removes every pod log
         # directory there of a pod it does not know, i.e. another instance's pods' logs.
         "podLogsDir": str(pod_logs),
@@ -162,14 +189,25 @@ def kubelet_config(address: str, port: int, healthz_port: int, socket: Path,
     }
 
 
-def top_mount_id(mountinfo: str, point: Path) -> str | None:
-    """The id of the mount that is seen at `point` (the last mounted there), if any."""
-    found = None
+def foreign_mounts(mountinfo: str, own: Path, temp: Path) -> list[str]:
+    """The mounts a node's new mount namespace copied from the machine and must not pin:
+    namespace files (nsfs) anywhere, and whatever is mounted under another localkube state
+    directory of `temp` (other instances' nodes, this cluster's other nodes) than `own`;
+    deepest first."""
+    points = set()
     for line in mountinfo.splitlines():
         fields = line.split()
-        if len(fields) > 4 and fields[4].replace("\\040", " ") == str(point):
-            found = fields[0]
-    return found
+        if len(fields) < 5 or " - " not in line:
+            continue
+        point = fields[4].replace("\\040", " ")
+        fstype = line.split(" - ", 1)[1].split()[0]
+        path = Path(point)
+        another_instance = (path.is_relative_to(temp) and path != temp
+                            and path.relative_to(temp).parts[0].startswith("localkube-")
+                            and not path.is_relative_to(own) and not own.is_relative_to(path))
+        if fstype == "nsfs" or another_instance:
+            points.add(point)
+    return sorted(points, key=lambda p: (-p.count("/"), p))
 
 
 def mounts_under(mountinfo: str, root: Path) -> list[str]:
@@ -219,6 +257,16 @@ def python_libraries(ldd_outputs: list[str]) -> list[Path]:
     return sorted(Path(path) for path in found)
 
 
+def _rss_kib(pid: int) -> int | None:
+    """A process's VmRSS in KiB, or None when it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    match = re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE)
+    return int(match.group(1)) if match else None
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -233,34 +281,66 @@ class KubeletNode:
     """One kubelet node: its files under `state`, its processes, namespace, links, cgroups."""
 
     def __init__(self, state: Path, kubeconfig: Path, log: Callable[[str], Path],
-                 node_name: str, api_port: int) -> None:
+                 node_name: str, api_port: int, index: int = 1, images: Path | None = None,
+                 lease_seconds: int | None = None) -> None:
         self.state = state
         self.kubeconfig = kubeconfig
         self.bin = node_build.bin_dir()
         self.node_name = node_name
         self.api_port = api_port
-        self.network = NodeNetwork(state, SERVICE_CIDR)
+        self.index = index
+        self.lease_seconds = lease_seconds
+        # The image layouts, written by the first node that needs them, pushed by each.
+        self.images = images or state / "images"
+        self.network = NodeNetwork(state, SERVICE_CIDR, host_link_name(index))
+        self.mounts = state / "mnt"  # the node's mount namespace, bound on a file
         self.forwarder: ApiForwarder | None = None
         self.address = ""  # the node's InternalIP, known once the network is made
-        self.cgroup_root = f"/localkube-{os.getpid()}"
+        suffix = "" if index == 1 else f"-{index}"
+        self.cgroup_root = f"/localkube-{os.getpid()}{suffix}"
         self.containerd_dir = state / "containerd"
         self.socket = self.containerd_dir / "containerd.sock"
+        self.powered = False  # between start (or power_on) and power_off (or stop)
         inside = self.network.prefix()
-        self.registry = Component("registry", [
+        self.registry = Component(f"registry{suffix}", [
             *inside, str(self.bin / "crane"), "registry", "serve", "--address", REGISTRY,
-            "--disk", str(state / "registry")], log("registry"))
+            "--disk", str(state / "registry")], log(f"registry{suffix}"))
         # containerd finds its shim on PATH.
-        self.containerd = Component("containerd", [
-            *inside, "env", f"PATH={self.bin}:{os.environ.get('PATH', '')}",
+        self.containerd = Component(f"containerd{suffix}", [
+            *self.prefix(), "env", f"PATH={self.bin}:{os.environ.get('PATH', '')}",
             str(self.bin / "containerd"), "--config", str(self.containerd_dir / "config.toml")],
-            log("containerd"))
+            log(f"containerd{suffix}"))
         # Its argv is completed with the node's address in start().
-        self.kubelet = Component("kubelet", [], log("kubelet"))
+        self.kubelet = Component(f"kubelet{suffix}", [], log(f"kubelet{suffix}"))
         self._cgroups_made: list[Path] = []
-        self._pod_log_mount: str | None = None  # our bind at /var/log/pods (_show_pod_logs)
+        self._mounts_made = False
+
+    def prefix(self) -> list[str]:
+        """The argv prefix that runs a command in the node: its network and mount namespaces."""
+        return [*self.network.prefix(), f"--mount={self.mounts}"]
 
     def components(self) -> tuple[Component, ...]:
         return (self.registry, self.containerd, self.kubelet)
+
+    def watched_components(self) -> tuple[Component, ...]:
+        """The components that must be running: the kubelet and containerd only while the
+        node has power (the registry stands for a registry elsewhere: it stays)."""
+        return self.components() if self.powered else (self.registry,)
+
+    def memory(self) -> dict[str, int]:
+        """The resident memory (VmRSS, KiB) of the node's kubelet, containerd, shims and
+        registry, each present only while it runs."""
+        found: dict[str, int] = {}
+        for name, component in (("kubelet", self.kubelet), ("containerd", self.containerd),
+                                ("registry", self.registry)):
+            if component.running() and component.process is not None:
+                rss = _rss_kib(component.process.pid)
+                if rss is not None:
+                    found[name] = rss
+        shims = [rss for pid in self._shim_pids() if (rss := _rss_kib(pid)) is not None]
+        if shims:
+            found["shims"] = sum(shims)
+        return found
 
     # -- start ------------------------------------------------------------------------------
 
@@ -276,13 +356,13 @@ class KubeletNode:
         # --v=2 logs each "SyncLoop (PLEG)" event: scripts/bench-run dates the kubelet's
         # relist from it (the largest share of a container's exit to squarepeg's).
         self.kubelet.argv = [
-            *self.network.prefix(), str(self.bin / "kubelet"),
+            *self.prefix(), str(self.bin / "kubelet"),
             f"--config={self.state / 'kubelet.yaml'}", f"--kubeconfig={self.kubeconfig}",
             f"--root-dir={self.state / 'kubelet'}", f"--cert-dir={self.state / 'kubelet-pki'}",
             f"--hostname-override={self.node_name}", f"--node-ip={self.address}", "--v=2"]
         self._make_cgroups()
         self._write_configs(str(addresses.pod_subnet))
-        self._show_pod_logs()
+        self._make_mount_namespace()
         self.registry.start()
         wait_for(self._registry_up, 30, "the registry", self.registry, stopping)
         self._push_images()
@@ -293,6 +373,32 @@ class KubeletNode:
         pause_tar.write_bytes(node_image.layout_tar(pause, SANDBOX_IMAGE))
         self._ctr("images", "import", str(pause_tar))
         self.kubelet.start()
+        self.powered = True
+
+    def _make_mount_namespace(self) -> None:
+        """The node's mount namespace, bound on `mnt`, with its own /var/log (module
+        docstring); the copies of foreign mounts undone in it."""
+        var_log = self.state / "var-log"
+        (var_log / "pods").mkdir(parents=True, exist_ok=True)
+        self.mounts.touch()
+        self._mounts_made = True
+        _run(["unshare", f"--mount={self.mounts}", "--propagation", "private", "true"],
+             "making the node's mount namespace")
+        inside = ["nsenter", f"--mount={self.mounts}"]
+        copied = _run([*inside, "cat", "/proc/self/mountinfo"], "reading the node's mounts")
+        foreign = foreign_mounts(copied, self.state, Path(tempfile.gettempdir()))
+        for start in range(0, len(foreign), 50):
+            subprocess.run([*inside, "umount", "--lazy", *foreign[start:start + 50]],
+                           capture_output=True, stdin=subprocess.DEVNULL, timeout=60)
+        _run([*inside, "mount", "--bind", str(var_log), str(NODE_VAR_LOG)],
+             "giving the node its /var/log")
+
+    def _drop_mount_namespace(self) -> None:
+        """Unbind `mnt`: the namespace, and every mount in it, goes with its last process."""
+        if not self._mounts_made:
+            return
+        release_namespace_file(self.mounts)
+        self._mounts_made = False
 
     def _make_cgroups(self) -> None:
         for hierarchy in _cgroup_hierarchies():
@@ -316,7 +422,8 @@ class KubeletNode:
         (self.containerd_dir / "cni" / "10-localkube.conflist").write_text(
             cni_conflist(BRIDGE, pod_subnet, self.state / "cni-ipam"))
         config = kubelet_config(self.address, KUBELET_PORT, KUBELET_HEALTHZ_PORT, self.socket,
-                                self.cgroup_root, self.state / "pod-logs")
+                                self.cgroup_root, self.state / "var-log" / "pods",
+                                self.lease_seconds)
         (self.state / "kubelet.yaml").write_text(yaml.safe_dump(config))
 
     def _registry_up(self) -> bool:
@@ -336,16 +443,24 @@ class KubeletNode:
         files, links = node_image.python_files(node_build.PYTHON, stdlib, python_libraries(ldd))
         return node_image.python_image(busybox, applets, files, links)
 
-    def _push_images(self) -> None:
+    def _write_images(self) -> None:
+        """The image layouts under `images`, once for all the cluster's nodes (`written`
+        marks them complete)."""
+        if (self.images / "written").exists():
+            return
         busybox = node_build.BUSYBOX
         applets = _run([str(busybox), "--list-full"], "listing busybox's applets").split()
         busybox_bytes = busybox.read_bytes()
-        images: list[tuple[node_image.Image, dict[str, tuple[str, ...]]]] = [
-            (node_image.busybox_image(busybox_bytes, applets), BUSYBOX_TAGS),
-            (self._python_image(busybox_bytes, applets), PYTHON_TAGS)]
-        for number, (image, repositories) in enumerate(images):
-            layout = self.state / "images" / str(number)
-            node_image.write_layout(image, layout)
+        images = (node_image.busybox_image(busybox_bytes, applets),
+                  self._python_image(busybox_bytes, applets))
+        for number, image in enumerate(images):
+            node_image.write_layout(image, self.images / str(number))
+        (self.images / "written").touch()
+
+    def _push_images(self) -> None:
+        self._write_images()
+        for number, repositories in enumerate((BUSYBOX_TAGS, PYTHON_TAGS)):
+            layout = self.images / str(number)
             for repository, tags in repositories.items():
                 for tag in tags:
                     _run([*self.network.prefix(), str(self.bin / "crane"), "push",
@@ -448,8 +563,49 @@ class KubeletNode:
 
     # -- stop -------------------------------------------------------------------------------
 
+    # -- faults: the node loses power, and boots again -------------------------------------------
+
+    def power_off(self) -> dict[str, Any]:
+        """A machine that lost power: nothing tells the API. Its links go down first (what
+        the dying processes send reaches no one: the API server's connections to the
+        kubelet hang, as on a real loss), then SIGKILL of the kubelet and containerd, of
+        every pod process (the cgroups) and of the shims, and its mount namespace is
+        dropped. The registry, the forwarders and the network namespace stay (a registry
+        elsewhere, the wires). Main thread only, as every start."""
+        began = time.monotonic()
+        self.network.link_down()
+        self.powered = False
+        for component in (self.kubelet, self.containerd):
+            component.kill()
+        self._kill_pod_processes()
+        self._kill_shims()
+        self._drop_mount_namespace()
+        return {"stopped": self.node_name, "in": round(time.monotonic() - began, 2)}
+
+    def power_on(self, stopping: Callable[[], bool]) -> dict[str, Any]:
+        """Boot the node again with its disk: containerd's and runc's state directories
+        (a real node's /run) emptied, the rest kept; a new mount namespace, the links up,
+        containerd, then the kubelet; returns once the kubelet's healthz answers."""
+        began = time.monotonic()
+        for ram in ("state", "runc"):
+            shutil.rmtree(self.containerd_dir / ram, ignore_errors=True)
+        (self.containerd_dir / "state").mkdir(exist_ok=True)
+        self._make_mount_namespace()
+        self.network.link_up()
+        self.containerd.start()
+        wait_for(self._containerd_up, 60, "containerd to answer after the node's boot",
+                 self.containerd, stopping)
+        self.kubelet.start()
+        wait_for(self._kubelet_up, 60, "the kubelet to answer after the node's boot",
+                 self.kubelet, stopping)
+        self.powered = True
+        return {"started": self.node_name, "in": round(time.monotonic() - began, 2)}
+
+    # -- stop -------------------------------------------------------------------------------
+
     def stop(self) -> None:
         """Leave nothing behind; every step runs even when an earlier one failed."""
+        self.powered = False
         self.kubelet.stop(5)
         self._kill_pod_processes()
         containers: list[str] = []
@@ -465,15 +621,17 @@ class KubeletNode:
         if self.forwarder is not None:
             self.forwarder.close()
         self._unmount()
-        self._hide_pod_logs()
+        self._drop_mount_namespace()
         self._remove_cgroups()
         self.network.remove()
         self._remove_shared_files(containers)
 
     def _remove_shared_files(self, containers: list[str]) -> None:
         """What the kubelet and CNI write outside the state directory, whatever the
-        configuration: the container log links in /var/log/containers (to our pod-logs) and
-        libcni's cached results of our sandboxes (named by the sandbox's id)."""
+        configuration: libcni's cached results of our sandboxes (named by the sandbox's id),
+        and container log links in the machine's /var/log/containers into our state (none
+        since the node has a /var/log of its own, where the kubelet makes them; kept for a
+        node of an older checkout)."""
         for link in CONTAINER_LOG_LINKS.glob("*.log"):
             with contextlib.suppress(OSError):
                 if os.readlink(link).startswith(str(self.state) + "/"):
@@ -483,6 +641,7 @@ class KubeletNode:
             if ids.intersection(re.split(r"[-_]", cached.name)):
                 with contextlib.suppress(OSError):
                     cached.unlink()
+
     def _pod_pids(self) -> set[int]:
         pids: set[int] = set()
         for root in self._cgroups_made:
@@ -501,42 +660,23 @@ class KubeletNode:
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.1)
 
-    def _kill_shims(self) -> None:
+    def _shim_pids(self) -> list[int]:
         """The shims outlive containerd by design; ours name our socket on their command line."""
         marker = str(self.socket).encode()
+        found = []
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
                 continue
             with contextlib.suppress(OSError):
                 argv = (entry / "cmdline").read_bytes().split(b"\0")
                 if argv and argv[0].endswith(SHIM.encode()) and marker in argv:
-                    os.kill(int(entry.name), signal.SIGKILL)
+                    found.append(int(entry.name))
+        return found
 
-    def _show_pod_logs(self) -> None:
-        """Our pod logs, bound at /var/log/pods for as long as the node runs, so that the
-        kubelet's /logs/ serves them through nodes/proxy as on a node with the default
-        podLogsDir (squarepeg's head check, kubectl_squarepeg/run/loghead.py). The kubelet
-        itself keeps writing and collecting them in the state directory (kubelet_config).
-        The machine's root mount is private, so the bind is seen nowhere else; a second
-        node's bind covers this one until it ends."""
-        pod_logs = self.state / "pod-logs"
-        pod_logs.mkdir(exist_ok=True)
-        POD_LOG_VIEW.mkdir(parents=True, exist_ok=True)
-        _run(["mount", "--bind", str(pod_logs), str(POD_LOG_VIEW)], "binding the pod logs")
-        with open("/proc/self/mountinfo", encoding="utf-8") as handle:
-            self._pod_log_mount = top_mount_id(handle.read(), POD_LOG_VIEW)
-
-    def _hide_pod_logs(self) -> None:
-        """Undo _show_pod_logs: only our own bind, and only while it is the one on top."""
-        if self._pod_log_mount is None:
-            return
-        with open("/proc/self/mountinfo", encoding="utf-8") as handle:
-            if top_mount_id(handle.read(), POD_LOG_VIEW) == self._pod_log_mount:
-                subprocess.run(["umount", "--lazy", str(POD_LOG_VIEW)], capture_output=True,
-                               stdin=subprocess.DEVNULL)
-        self._pod_log_mount = None
-        with contextlib.suppress(OSError):
-            POD_LOG_VIEW.rmdir()  # when no other node's pods are there
+    def _kill_shims(self) -> None:
+        for pid in self._shim_pids():
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
     def _unmount(self) -> None:
         with open("/proc/self/mountinfo", encoding="utf-8") as handle:

@@ -1,7 +1,8 @@
 """The command line of localkube (`scripts/localkube`).
 
     serve --kubeconfig FILE [--port N] [--scenario FILE] [--node kubelet|agent]
-          [--release 1.34|1.37]
+          [--release 1.34|1.37] [--nodes N] [--node-grace SECONDS]
+          [--toleration-seconds SECONDS]
         Build what is missing (build.py, node_build.py), start etcd, kube-apiserver,
         kube-controller-manager, kube-scheduler and the node in a state directory of its
         own: by default the real kubelet with containerd, runc and the CNI bridge in a
@@ -15,6 +16,13 @@
         exits 0 (1 if it could not start, 2 on bad usage). A scenario file may give the node
         agent's `images` and kubelet `options` (see kubesim's scenario.py); its other keys
         are for kubesim only and are refused, and the kubelet node takes none.
+        `--nodes N` starts N kubelet nodes (default 1, named `localkube-node`; several are
+        `localkube-node-1` ... `localkube-node-N`), each in network and mount namespaces of
+        its own, their pods joined by a fabric (netns.py); their names, InternalIPs and pod
+        ranges go to stderr. `--node-grace SECONDS` is the controller manager's
+        node-monitor-grace-period (the release's 50 s by default; the kubelets' lease is
+        then SECONDS long, renewed at a quarter of it), `--toleration-seconds` the API
+        server's default not-ready/unreachable tolerations (300 s by default).
     build [--node kubelet|agent] [--install-packages] [--release 1.34|1.37] [--check]
         Build what is missing and exit (0, or 1 if the build failed); prints what it built
         and how long it took on stderr. The kubelet node's binaries too, unless
@@ -26,7 +34,8 @@
     ctl --kubeconfig FILE restart --down SECONDS |
         restart-kubelet|restart-containerd --down SECONDS [--wait-for-containers N] |
         evict NAMESPACE/POD | evict-api NAMESPACE/POD |
-        delete-pod NAMESPACE/POD [--grace-period N] | drop-logs [--after-bytes N]
+        delete-pod NAMESPACE/POD [--grace-period N] | drop-logs [--after-bytes N] |
+        stop-node NODE | start-node NODE | drain NODE | uncordon NODE | add-node | nodes
         Faults by real means: stop the kube-apiserver process (SIGTERM, SIGKILL after a
         second: open streams end then), keep it down for SECONDS,
         start it again on the same port (etcd keeps the state; the command returns once it
@@ -42,7 +51,13 @@
         graceful DELETE through
         the API, as another actor's `kubectl delete`; the node agent cutting its end of
         every open log stream (now, or after N more bytes each), as a kubelet connection
-        that breaks. Prints a JSON answer; exit 1 on error.
+        that breaks. The kubelet nodes' own (refused on the agent): a node that loses power
+        (its links down, then SIGKILL of its kubelet, containerd, shims and pods, its
+        mounts dropped; nothing tells the API), boots again with its disk, is drained
+        (cordoned, each pod evicted through the Eviction API), uncordoned; a node added
+        (answers its name once it is Ready and ran a canary); the nodes listed (running or
+        stopped, addresses, resident memory). restart-kubelet and restart-containerd take
+        `--node NODE` (default the first). Prints a JSON answer; exit 1 on error.
 
 `--release` picks the Kubernetes release (build.RELEASES: 1.34, i.e. v1.34.4, the default,
 or 1.37, v1.37.2); LOCALKUBE_RELEASE sets the default. Each release has binaries of its own
@@ -82,6 +97,7 @@ from tests.localkube import build, node_build, pki
 from tests.localkube.agent import NODE_NAME, NodeAgent
 from tests.localkube.apiclient import ApiClient, ApiError, ApiUnavailable
 from tests.localkube.kubelet_node import KubeletNode
+from tests.localkube.netns import Fabric, NetworkError
 from tests.localkube.processes import (
     SERVICE_IP,
     Component,
@@ -92,6 +108,7 @@ from tests.localkube.processes import (
     controller_manager,
     etcd,
     free_port,
+    node_grace_flags,
     scheduler,
     wait_for,
     write_component_kubeconfig,
@@ -106,6 +123,36 @@ NODES = ("kubelet", "agent")
 DEFAULT_NODE = "kubelet"
 # ctl's restarts of the kubelet node's components, and the component each restarts.
 NODE_RESTARTS = {"restart-kubelet": "kubelet", "restart-containerd": "containerd"}
+# ctl's verbs on the kubelet nodes themselves: on the main thread (they start processes)...
+NODE_POWER = ("stop-node", "start-node", "add-node")
+# ... and through the API only, on the control connection's thread.
+NODE_API_VERBS = ("drain", "uncordon", "nodes")
+NODE_READY_SECONDS = 90
+ADD_NODE_SECONDS = 300.0  # an answer's wait for add-node: images pushed, Ready, a canary
+
+
+def node_names(count: int) -> list[str]:
+    """The nodes' names at the start: a single node keeps the one name it always had
+    (`localkube-node`); several are `localkube-node-1` ... `localkube-node-N`."""
+    return [NODE_NAME] if count == 1 else [f"{NODE_NAME}-{k}" for k in range(1, count + 1)]
+
+
+def added_node_name(index: int) -> str:
+    """The name of the node `ctl add-node` joins as the cluster's `index`-th (from 2)."""
+    return f"{NODE_NAME}-{index}"
+
+
+def drainable(pod: dict[str, Any]) -> str | None:
+    """Why `drain` leaves a pod alone (as kubectl drain --ignore-daemonsets does), or None:
+    a DaemonSet's pod, a static (mirror) pod, a pod already being deleted."""
+    meta = pod.get("metadata") or {}
+    if any(owner.get("kind") == "DaemonSet" for owner in meta.get("ownerReferences") or []):
+        return "a DaemonSet's pod"
+    if "kubernetes.io/config.mirror" in (meta.get("annotations") or {}):
+        return "a static pod"
+    if meta.get("deletionTimestamp"):
+        return "already being deleted"
+    return None
 
 
 def say(message: str) -> None:
@@ -131,32 +178,40 @@ class ControlRequest:
 class Cluster:
     """Every process and thread of one running localkube."""
 
-    def __init__(self, layout: Layout, scenario_path: str | None, node: str = "kubelet") -> None:
+    def __init__(self, layout: Layout, scenario_path: str | None, node: str = "kubelet",
+                 nodes: int = 1, node_grace: float | None = None,
+                 toleration_seconds: int | None = None) -> None:
         self.layout = layout
         self.scenario = load_scenario(scenario_path)
         self.stop_requested = threading.Event()
         self.api = ApiClient("127.0.0.1", layout.apiserver_port, layout.pki.admin.token,
                              str(layout.pki.ca_cert))
+        controller_flags, api_flags = node_grace_flags(node_grace, toleration_seconds)
+        # A short grace needs the kubelets' leases renewed well within it (at a quarter).
+        self.lease_seconds = None if node_grace is None else max(4, round(node_grace))
         self.etcd = etcd(layout)
-        self.apiserver = apiserver(layout)
+        self.apiserver = apiserver(layout, tuple(api_flags))
         kcm_config = layout.state / "controller-manager.kubeconfig"
         scheduler_config = layout.state / "scheduler.kubeconfig"
         write_component_kubeconfig(kcm_config, layout.server, layout.pki,
                                    layout.pki.controller_manager)
         write_component_kubeconfig(scheduler_config, layout.server, layout.pki,
                                    layout.pki.scheduler)
-        self.controller_manager = controller_manager(layout, kcm_config)
+        self.controller_manager = controller_manager(layout, kcm_config,
+                                                     tuple(controller_flags))
         self.scheduler = scheduler(layout, scheduler_config)
         self.agent: NodeAgent | None = None
-        self.kubelet_node: KubeletNode | None = None
-        # The kubernetes Service's address for the node's pods (service_address.py).
-        self.service_address: ServiceAddress | None = None
+        self.kubelet_nodes: list[KubeletNode] = []
+        # The kubernetes Service's address for each node's pods (service_address.py).
+        self.service_addresses: list[ServiceAddress] = []
+        self.fabric: Fabric | None = None  # the wire between several nodes (netns.py)
+        self._joined: set[int] = set()  # the nodes on the fabric, by index
+        self.kubelet_kubeconfig = layout.state / "kubelet.kubeconfig"
         if node == "kubelet":
-            kubelet_config = layout.state / "kubelet.kubeconfig"
-            write_component_kubeconfig(kubelet_config, layout.server, layout.pki,
+            write_component_kubeconfig(self.kubelet_kubeconfig, layout.server, layout.pki,
                                        layout.pki.admin)
-            self.kubelet_node = KubeletNode(layout.state / "node", kubelet_config, layout.log,
-                                            NODE_NAME, layout.apiserver_port)
+            for index, name in enumerate(node_names(nodes), start=1):
+                self.kubelet_nodes.append(self._new_node(index, name))
         else:
             self.agent = NodeAgent(self.api, self.scenario, build.selected().version)
         self.requests: queue.Queue[ControlRequest] = queue.Queue()
@@ -164,6 +219,25 @@ class Cluster:
         self._control: socketserver.UnixStreamServer | None = None
         self._agent_started = False
         self._restarting = False
+
+    @property
+    def kubelet_node(self) -> KubeletNode | None:
+        """The first kubelet node (the only one unless --nodes or add-node), None on the agent."""
+        return self.kubelet_nodes[0] if self.kubelet_nodes else None
+
+    def _new_node(self, index: int, name: str) -> KubeletNode:
+        state = self.layout.state / ("node" if index == 1 else f"node-{index}")
+        return KubeletNode(state, self.kubelet_kubeconfig, self.layout.log, name,
+                           self.layout.apiserver_port, index=index,
+                           images=self.layout.state / "images",
+                           lease_seconds=self.lease_seconds)
+
+    def node_named(self, name: str) -> KubeletNode:
+        for node in self.kubelet_nodes:
+            if node.node_name == name:
+                return node
+        known = ", ".join(n.node_name for n in self.kubelet_nodes) or "none"
+        raise LookupError(f'node "{name}" is not one of localkube\'s kubelet nodes ({known})')
 
     # -- start ----------------------------------------------------------------------------------
 
@@ -196,51 +270,91 @@ class Cluster:
         self._agent_started = True
         if self.agent is not None:
             self.agent.start()
-        if self.kubelet_node is not None:
-            self.kubelet_node.start(self._stopping)
-            wait_for(self._node_ready, 90, f"node {NODE_NAME} to be Ready",
-                     self.kubelet_node.kubelet, self._stopping)
-            self.service_address = ServiceAddress(self.kubelet_node.network,
-                                                  self.layout.apiserver_port, SERVICE_IP)
+        for node in self.kubelet_nodes:
+            node.start(self._stopping)
+        self._join_fabric()
+        for node in self.kubelet_nodes:
+            self._node_up(node)
         for namespace in ("default", "kube-system"):
             wait_for(lambda ns=namespace: self._exists(  # type: ignore[misc]
                 f"/api/v1/namespaces/{ns}/serviceaccounts/default"), 60,
                 f"the default service account of namespace {namespace}",
                 self.controller_manager, self._stopping)
-        self._canary()
+        if len(self.kubelet_nodes) > 1:
+            self._canary([node.node_name for node in self.kubelet_nodes])
+        else:
+            self._canary([None])
         self._serve_control()
 
-    def _node_ready(self) -> bool:
+    def _node_up(self, node: KubeletNode) -> None:
+        """Wait until a started node is Ready, then give its pods the Service's address."""
+        wait_for(lambda: self._node_ready(node.node_name), NODE_READY_SECONDS,
+                 f"node {node.node_name} to be Ready", node.kubelet, self._stopping)
+        self.service_addresses.append(ServiceAddress(node.network, self.layout.apiserver_port,
+                                                     SERVICE_IP))
+
+    def _join_fabric(self) -> None:
+        """With two nodes or more: the fabric made, every node on it, and each powered
+        node's routes to every other's pods (again after a node's boot: its routes went
+        down with its link)."""
+        if len(self.kubelet_nodes) < 2:
+            return
+        if self.fabric is None:
+            self.fabric = Fabric(self.layout.state)
+            self.fabric.create()
+        for node in self.kubelet_nodes:
+            if node.index not in self._joined and node.powered:  # a stopped one at its boot
+                self.fabric.join(node.network, node.index)
+                self._joined.add(node.index)
+        everyone = [node.network.addresses for node in self.kubelet_nodes
+                    if node.network.addresses is not None]
+        for node in self.kubelet_nodes:
+            if node.powered:
+                node.network.route_to(everyone)
+
+    def _node_ready(self, name: str = NODE_NAME) -> bool:
         try:
-            node = self.api.request("GET", f"/api/v1/nodes/{NODE_NAME}")
+            node = self.api.request("GET", f"/api/v1/nodes/{name}")
         except (ApiError, ApiUnavailable):
             return False
         return any(c.get("type") == "Ready" and c.get("status") == "True"
                    for c in (node.get("status") or {}).get("conditions") or [])
 
     def node_components(self) -> tuple[Component, ...]:
-        return () if self.kubelet_node is None else self.kubelet_node.components()
+        return tuple(c for node in self.kubelet_nodes for c in node.components())
 
-    def _canary(self) -> None:
-        """Run one pod through scheduler, node and API: proof that a pod can run."""
+    def _canary(self, nodes: list[str | None]) -> None:
+        """Run one pod through scheduler, node and API for each node named (by a
+        nodeSelector on its hostname: the scheduler still places it), or one anywhere
+        for None: proof that a pod can run there."""
         path = "/api/v1/namespaces/kube-system/pods"
-        self.api.request("POST", path, {
-            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": CANARY},
-            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
-                     "containers": [{"name": "main", "image": "busybox",
-                                     "command": ["true"]}]}})
+        names = {}
+        for node in nodes:
+            name = CANARY if node is None else f"{CANARY}-{node}"
+            selector = {} if node is None else {
+                "nodeSelector": {"kubernetes.io/hostname": node}}
+            self.api.request("POST", path, {
+                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
+                         **selector,
+                         "containers": [{"name": "main", "image": "busybox",
+                                         "command": ["true"]}]}})
+            names[name] = node or NODE_NAME
 
-        def succeeded() -> bool:
+        def succeeded(name: str) -> bool:
             try:
-                pod = self.api.request("GET", f"{path}/{CANARY}")
+                pod = self.api.request("GET", f"{path}/{name}")
             except (ApiError, ApiUnavailable):
                 return False
             return (pod.get("status") or {}).get("phase") == "Succeeded"
 
-        wait_for(succeeded, 60, f"the canary pod kube-system/{CANARY} to run on {NODE_NAME}",
-                 self.scheduler, self._stopping)
-        with contextlib.suppress(ApiError, ApiUnavailable):
-            self.api.request("DELETE", f"{path}/{CANARY}", {"gracePeriodSeconds": 0})
+        for name, node in names.items():
+            wait_for(lambda name=name: succeeded(name), 60,  # type: ignore[misc]
+                     f"the canary pod kube-system/{name} to run on {node}",
+                     self.scheduler, self._stopping)
+        for name in names:
+            with contextlib.suppress(ApiError, ApiUnavailable):
+                self.api.request("DELETE", f"{path}/{name}", {"gracePeriodSeconds": 0})
 
     # -- the control socket -----------------------------------------------------------------------
 
@@ -266,6 +380,20 @@ class Cluster:
         """Run on a control connection's thread; process work goes to the main thread."""
         if verb == "evict-api":
             return self._evict_through_the_api(str(args["namespace"]), str(args["name"]))
+        if verb in (*NODE_POWER, *NODE_API_VERBS) and not self.kubelet_nodes:
+            return {"error": f"{verb}: the node agent is a single node of its own; use the "
+                             "kubelet node (serve --nodes N)"}
+        if verb in NODE_API_VERBS:
+            return self._node_api_verb(verb, args)
+        if verb in NODE_POWER:
+            if verb != "add-node":
+                try:
+                    self.node_named(str(args.get("node")))
+                except LookupError as exc:
+                    return {"error": f"{verb}: {exc}"}
+            request = ControlRequest(verb, args, queue.Queue())
+            self.requests.put(request)
+            return request.answer.get(timeout=ADD_NODE_SECONDS)
         if verb in NODE_RESTARTS and self.kubelet_node is None:
             return {"error": f"{verb}: the node agent has no {NODE_RESTARTS[verb]}; use the "
                              "kubelet node"}
@@ -296,6 +424,62 @@ class Cluster:
             self.requests.put(request)
             return request.answer.get(timeout=120)
         return {"error": f"{verb}: not a fault localkube can make (kubesim only)"}
+
+    def _node_api_verb(self, verb: str, args: dict[str, Any]) -> dict[str, Any]:
+        """`nodes`, `drain`, `uncordon`: through the API only, on this thread."""
+        if verb == "nodes":
+            return {"nodes": [self._node_facts(node) for node in self.kubelet_nodes]}
+        name = str(args.get("node"))
+        try:
+            self.node_named(name)
+        except LookupError as exc:
+            return {"error": f"{verb}: {exc}"}
+        patch = {"spec": {"unschedulable": True if verb == "drain" else None}}
+        try:
+            self.api.request("PATCH", f"/api/v1/nodes/{name}", patch,
+                             content_type="application/merge-patch+json")
+        except (ApiError, ApiUnavailable) as exc:
+            return {"error": f"{verb}: {exc}"}
+        if verb == "uncordon":
+            return {"uncordoned": name}
+        return self._drain(name)
+
+    def _drain(self, name: str) -> dict[str, Any]:
+        """The node cordoned (above), then each of its pods evicted through the Eviction
+        API, as `kubectl drain --ignore-daemonsets` does, once each: a refusal (a
+        disruption budget's 429) is an error naming the pods, the node stays cordoned.
+        Returns once the evictions are accepted, not once the pods are gone."""
+        try:
+            pods = self.api.request("GET", f"/api/v1/pods?fieldSelector=spec.nodeName%3D{name}")
+        except (ApiError, ApiUnavailable) as exc:
+            return {"error": f"drain: listing the pods of {name}: {exc}"}
+        evicted, skipped, refused = [], {}, {}
+        for pod in pods.get("items") or []:
+            meta = pod.get("metadata") or {}
+            ref = f"{meta.get('namespace')}/{meta.get('name')}"
+            why = drainable(pod)
+            if why is not None:
+                skipped[ref] = why
+                continue
+            answer = self._evict_through_the_api(str(meta.get("namespace")),
+                                                 str(meta.get("name")))
+            if "error" in answer:
+                refused[ref] = answer["error"]
+            else:
+                evicted.append(ref)
+        if refused:
+            return {"error": f"drain: {name} is cordoned, but the Eviction API refused "
+                             + "; ".join(f"{ref}: {why}" for ref, why in refused.items())}
+        return {"drained": name, "cordoned": True, "evicted": evicted, "skipped": skipped}
+
+    def _node_facts(self, node: KubeletNode) -> dict[str, Any]:
+        addresses = node.network.addresses
+        return {"name": node.node_name, "index": node.index,
+                "state": "running" if node.powered else "stopped",
+                "address": node.address,
+                "podCIDR": str(addresses.pod_subnet) if addresses else None,
+                "hostLink": node.network.host_link, "stateDirectory": str(node.state),
+                "memoryKiB": node.memory()}
 
     def _evict_through_the_api(self, namespace: str, name: str) -> dict[str, Any]:
         """POST pods/NAME/eviction, as `kubectl drain` does: the API server checks the
@@ -339,17 +523,56 @@ class Cluster:
         assert self.kubelet_node is not None  # control() refuses these on the agent
         self._restarting = True
         try:
-            answer = self.kubelet_node.restart(NODE_RESTARTS[request.verb],
+            node = (self.kubelet_node if request.args.get("node") is None
+                    else self.node_named(str(request.args["node"])))
+            if not node.powered:
+                raise LookupError(f"{node.node_name} is stopped (ctl start-node first)")
+            answer = node.restart(NODE_RESTARTS[request.verb],
                                                float(request.args.get("down") or 0),
                                                self._stopping,
                                                int(request.args.get("waitForContainers") or 0))
-        except (StartError, Interrupted) as exc:
+        except (StartError, Interrupted, LookupError) as exc:
             answer = {"error": f"{request.verb}: {exc}"}
         finally:
             self._restarting = False
         request.answer.put(answer)
         if "error" not in answer:
             say(f"{NODE_RESTARTS[request.verb]} restarted ({answer.get('down', 0):g}s down)")
+
+    def _node_power(self, request: ControlRequest) -> None:
+        """stop-node, start-node, add-node, on the main thread."""
+        verb = request.verb
+        try:
+            if verb == "add-node":
+                answer = self._add_node()
+            else:
+                node = self.node_named(str(request.args.get("node")))
+                if verb == "stop-node":
+                    answer = (node.power_off() if node.powered
+                              else {"error": f"stop-node: {node.node_name} is stopped"})
+                elif node.powered:
+                    answer = {"error": f"start-node: {node.node_name} is running"}
+                else:
+                    answer = node.power_on(self._stopping)
+                    self._join_fabric()  # its routes to the others again
+        except (StartError, Interrupted, NetworkError, LookupError, OSError,
+                ApiError, ApiUnavailable) as exc:
+            answer = {"error": f"{verb}: {exc}"}
+        request.answer.put(answer)
+        if "error" not in answer:
+            say(f"{verb}: " + ", ".join(f"{k} {v}" for k, v in answer.items()))
+
+    def _add_node(self) -> dict[str, Any]:
+        """A new kubelet node joins: started, on the fabric, Ready, a canary run on it."""
+        began = time.monotonic()
+        index = len(self.kubelet_nodes) + 1
+        node = self._new_node(index, added_node_name(index))
+        self.kubelet_nodes.append(node)  # stop() cleans up after a half-made node too
+        node.start(self._stopping)
+        self._join_fabric()
+        self._node_up(node)
+        self._canary([node.node_name])
+        return {"added": node.node_name, "in": round(time.monotonic() - began, 2)}
 
     def run_until_stopped(self) -> str | None:
         """Serve control requests on this (the main) thread until a stop; the name of a
@@ -362,11 +585,14 @@ class Cluster:
             if request is not None:
                 if request.verb in NODE_RESTARTS:
                     self._restart_node_component(request)
+                elif request.verb in NODE_POWER:
+                    self._node_power(request)
                 else:
                     self._restart_apiserver(request)
                 continue
+            watched = [c for node in self.kubelet_nodes for c in node.watched_components()]
             for component in (self.etcd, self.apiserver, self.controller_manager,
-                              self.scheduler, *self.node_components()):
+                              self.scheduler, *watched):
                 if not component.running() and not self._restarting:
                     return component.name
         return None
@@ -377,10 +603,12 @@ class Cluster:
             self._control.server_close()
         if self._agent_started and self.agent is not None:
             self.agent.stop()
-        if self.service_address is not None:
-            self.service_address.close()
-        if self.kubelet_node is not None:
-            self.kubelet_node.stop()
+        for service_address in self.service_addresses:
+            service_address.close()
+        for node in self.kubelet_nodes:
+            node.stop()
+        if self.fabric is not None:
+            self.fabric.remove()
         # The state is thrown away: no component needs a graceful end, and the API server's
         # would take seconds (it drains its watches first).
         for component in (self.scheduler, self.controller_manager, self.apiserver, self.etcd):
@@ -422,6 +650,15 @@ def serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_signal)
     if args.node is None:
         args.node = "agent" if args.scenario is not None else default_node()
+    if args.nodes < 1 or (args.node != "kubelet" and args.nodes != 1):
+        print("localkube: error: --nodes N takes N >= 1 kubelet nodes (the node agent is "
+              "one node)", file=sys.stderr)
+        return 2
+    if (args.node_grace is not None and args.node_grace <= 0) or \
+            (args.toleration_seconds is not None and args.toleration_seconds < 0):
+        print("localkube: error: --node-grace takes seconds > 0 and --toleration-seconds "
+              "seconds >= 0", file=sys.stderr)
+        return 2
     if args.node == "kubelet" and args.scenario is not None:
         print("localkube: error: the kubelet node takes no scenario (its images are alpine "
               "and busybox in its local registry); drop --scenario or use --node agent",
@@ -451,7 +688,8 @@ def serve(args: argparse.Namespace) -> int:
         layout = Layout(state=state, bin=build.bin_dir(),
                         pki=pki.create(state / "pki", SERVICE_IP), apiserver_port=port,
                         etcd_port=free_port(), etcd_peer_port=free_port())
-        cluster = Cluster(layout, args.scenario, args.node)
+        cluster = Cluster(layout, args.scenario, args.node, args.nodes, args.node_grace,
+                          args.toleration_seconds)
         cluster.stop_requested = stop
         started = time.monotonic()
         try:
@@ -464,9 +702,15 @@ def serve(args: argparse.Namespace) -> int:
         kubeconfig = Path(args.kubeconfig).resolve()
         write_kubeconfig(kubeconfig, admin_kubeconfig(layout, cluster.control_path))
         node_name = "kubelet" if args.node == "kubelet" else "node agent"
+        if args.nodes > 1:
+            node_name = f"{args.nodes} kubelet nodes"
         say(f"Kubernetes {build.selected().version} ({node_name})"
             f" started in {time.monotonic() - started:.1f}s"
             + (f" (build {build_seconds:.0f}s)" if built else "") + f"; state in {state}")
+        for node in cluster.kubelet_nodes:
+            addresses = node.network.addresses
+            say(f"node {node.node_name}: InternalIP {node.address}, pods "
+                f"{addresses.pod_subnet if addresses else '?'}, state {node.state}")
         print(f"localkube: ready on {layout.server} (kubeconfig {kubeconfig})", flush=True)
         died = cluster.run_until_stopped()
         if died is not None:
@@ -545,10 +789,15 @@ def pod_ref(text: str) -> tuple[str, str]:
 
 def ctl(args: argparse.Namespace) -> int:
     params: dict[str, Any] = {}
+    timeout = 120.0
     if args.verb == "restart" or args.verb in NODE_RESTARTS:
         params["down"] = args.down
         if args.verb in NODE_RESTARTS:
             params["waitForContainers"] = args.wait_for_containers
+            params["node"] = args.node
+    elif args.verb in (*NODE_POWER, *NODE_API_VERBS):
+        params["node"] = getattr(args, "node", None)
+        timeout = ADD_NODE_SECONDS + 10
     elif args.verb == "drop-logs":
         params["afterBytes"] = args.after_bytes
     elif args.verb in ("evict", "evict-api", "delete-pod"):
@@ -556,7 +805,7 @@ def ctl(args: argparse.Namespace) -> int:
         if args.verb == "delete-pod":
             params["gracePeriodSeconds"] = args.grace_period
     try:
-        answer = control_request(Path(args.kubeconfig), args.verb, params)
+        answer = control_request(Path(args.kubeconfig), args.verb, params, timeout)
     except (OSError, RuntimeError, KeyError, ValueError) as exc:
         print(f"localkube: error: {args.verb}: {exc}", file=sys.stderr)
         return 1
@@ -576,6 +825,17 @@ def parser() -> argparse.ArgumentParser:
     serve_p.add_argument("--kubeconfig", required=True, help="where to write the kubeconfig")
     serve_p.add_argument("--port", type=int, default=0, help="API server port (default: free)")
     serve_p.add_argument("--scenario", help="images and options for the node agent")
+    serve_p.add_argument("--nodes", type=int, default=1, metavar="N",
+                         help="N kubelet nodes, each in network and mount namespaces of its "
+                         "own (default 1: localkube-node; several: localkube-node-1 ...)")
+    serve_p.add_argument("--node-grace", type=float, default=None, metavar="SECONDS",
+                         help="the controller manager's node-monitor-grace-period (a node "
+                         "unheard of that long is NotReady; the kubelets renew their lease "
+                         "at a quarter of it); default the release's own, 50 s")
+    serve_p.add_argument("--toleration-seconds", type=int, default=None, metavar="SECONDS",
+                         help="the API server's default not-ready and unreachable "
+                         "tolerations of every pod (how long a pod stays bound to a lost "
+                         "node before the taint manager evicts it); default 300")
     build_p = verbs.add_parser("build", help="build the binaries if they are not cached")
     build_p.add_argument("--install-packages", action="store_true",
                          help="first apt-get install what the kubelet node needs (as root; "
@@ -606,6 +866,20 @@ def parser() -> argparse.ArgumentParser:
         node_restart.add_argument("--wait-for-containers", type=int, default=0, metavar="N",
                                   help="first wait (up to 60 s) until N containers run at "
                                   "the node")
+        node_restart.add_argument("--node", default=None, metavar="NODE",
+                                  help="which kubelet node (default the first)")
+    for verb, text in (("stop-node", "a machine that lost power: its links down, SIGKILL of "
+                        "its kubelet, containerd, shims and pods; nothing tells the API"),
+                       ("start-node", "boot a stopped node again with its disk"),
+                       ("drain", "cordon, then evict each pod through the Eviction API, as "
+                        "kubectl drain --ignore-daemonsets"),
+                       ("uncordon", "make the node schedulable again")):
+        node_verb = faults.add_parser(verb, help=text)
+        node_verb.add_argument("node", metavar="NODE", help="the node's name")
+    faults.add_parser("add-node", help="join a new kubelet node (capacity arriving); prints "
+                      "its name once it is Ready and ran a canary pod")
+    faults.add_parser("nodes", help="the kubelet nodes: name, running or stopped, addresses, "
+                      "state directory, resident memory")
     evict = faults.add_parser("evict", help="evict a pod for node pressure (the node agent)")
     evict.add_argument("pod", type=pod_ref, help="NAMESPACE/POD")
     evict_api = faults.add_parser("evict-api", help="evict a pod through the Eviction API "

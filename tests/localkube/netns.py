@@ -27,6 +27,19 @@ Layout (one instance; the block is a /24 no address or route of the machine touc
 - Processes run inside with `nsenter --net=FILE` (the network namespace only: the mount
   namespace stays the host's, so the kubelet's and containerd's mounts are where the
   launcher can see and undo them).
+- Several nodes (`serve --nodes N`, `ctl add-node`): each has a network of its own as above,
+  in its own /24 (each chooser sees the other nodes' /30s among the machine's addresses), and
+  the host link `lkhPID` for the first, `lkhPID-K` for the K-th. Their pods reach each
+  other through a `Fabric`: one more namespace of the cluster's own holding a bridge
+  (`lkfab0`) without any address; each node has a second veth `fab0` into it, with the
+  address BLOCK.133/32, and for every other node a route to its BLOCK.133 (scope link) and
+  one to its pods' /25 through it. The node namespaces forward (their own sysctl); the
+  machine's namespace gains no route and forwards nothing: node to node traffic never
+  enters it. A pod's own routes (the CNI configuration) send the candidate pools through
+  its node's bridge, so a pod on one node reaches a pod on another.
+- A node "loses power" (`link_down`): both its links go down first, so that nothing the
+  dying processes send (a FIN, a RST) reaches the API server or another node: the API
+  server's connections to its kubelet hang as they would on a real machine's loss.
 - The kubelet reaches the API server through `ApiForwarder`: a listener made inside the node
   netns on 127.0.0.1 at the API server's own port (a thread that `setns`es in, binds, and
   ends), whose connections the launcher copies to the real 127.0.0.1:PORT in the host netns.
@@ -54,6 +67,8 @@ from typing import Any, TypeVar
 CANDIDATE_POOLS = ("10.244.0.0/16", "172.29.0.0/16", "192.168.0.0/16")
 NODE_LINK = "eth0"
 BRIDGE = "lkbr0"
+FABRIC_LINK = "fab0"  # a node's link into the fabric (several nodes)
+FABRIC_BRIDGE = "lkfab0"
 CLONE_NEWNET = 0x40000000
 CHOOSE_ATTEMPTS = 4
 
@@ -86,6 +101,31 @@ class NodeAddresses:
     @property
     def node_address(self) -> str:
         return str(self.block.network_address + 130)
+
+    @property
+    def fabric_address(self) -> str:
+        """The node's address on the fabric (several nodes), outside its /30 and its pods'."""
+        return str(self.block.network_address + 133)
+
+
+def host_link_name(index: int, pid: int | None = None) -> str:
+    """The host end of node `index`'s veth: `lkhPID` for the first (as with one node),
+    `lkhPID-K` for the K-th (15 characters at most: a pid has 7 digits at most)."""
+    pid = os.getpid() if pid is None else pid
+    return f"lkh{pid}" if index == 1 else f"lkh{pid}-{index}"
+
+
+def fabric_routes(own: NodeAddresses, others: Iterable[NodeAddresses]) -> list[list[str]]:
+    """The `ip route replace` arguments of one node toward every other: the other's fabric
+    address on the link, then its pods' /25 through that address."""
+    routes = []
+    for other in others:
+        if other.block == own.block:
+            continue
+        routes.append([f"{other.fabric_address}/32", "dev", FABRIC_LINK, "scope", "link"])
+        routes.append([str(other.pod_subnet), "via", other.fabric_address, "dev",
+                       FABRIC_LINK])
+    return routes
 
 
 # -- choosing the block (pure) ----------------------------------------------------------------
@@ -167,6 +207,14 @@ def machine_network() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return addresses, routes
 
 
+def release_namespace_file(path: Path) -> None:
+    """Unmount a namespace bound on `path` (by `unshare --net=` or `--mount=`) and remove
+    the file: the namespace goes once no process is left in it. Quiet when it is not there."""
+    subprocess.run(["umount", str(path)], capture_output=True, stdin=subprocess.DEVNULL)
+    with contextlib.suppress(OSError):
+        path.unlink()
+
+
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -205,9 +253,9 @@ def call_inside(path: Path, function: Callable[[], T]) -> T:
 class NodeNetwork:
     """One node network namespace, its veth and addresses; `remove` undoes all of it."""
 
-    def __init__(self, state: Path, service_range: str) -> None:
+    def __init__(self, state: Path, service_range: str, host_link: str | None = None) -> None:
         self.path = state / "netns"
-        self.host_link = f"lkh{os.getpid()}"
+        self.host_link = host_link or host_link_name(1)
         self.service_range = Network(service_range)
         self.addresses: NodeAddresses | None = None
         self._made = False
@@ -246,8 +294,35 @@ class NodeNetwork:
                     what="giving the node its address")
         _run(["ip", "link", "set", self.host_link, "up"], "bringing the host's end up")
         self.inside("ip", "link", "set", NODE_LINK, "up", what="bringing the node's end up")
+        # Its own sysctl: forward between the pods' bridge and the fabric (the bridge plugin
+        # turns it on too, at the first pod); the machine's stays as it is.
+        call_inside(self.path, lambda: Path("/proc/sys/net/ipv4/ip_forward").write_text("1"))
         return addresses
 
+    def _links(self) -> list[str]:
+        links = [NODE_LINK]
+        shown = self.inside("ip", "-j", "link", "show", what="listing the node's links")
+        if any(link.get("ifname") == FABRIC_LINK for link in json.loads(shown or "[]")):
+            links.append(FABRIC_LINK)
+        return links
+
+    def link_down(self) -> None:
+        """The node's links down (its veth to the machine, its fabric link): what its
+        processes send from now on reaches no one."""
+        for link in self._links():
+            self.inside("ip", "link", "set", link, "down", what=f"taking {link} down")
+
+    def link_up(self) -> None:
+        """Undo link_down. The addresses stay across it, and the routes of the addresses;
+        the routes to other nodes went with fab0 (route_to gives them again)."""
+        for link in self._links():
+            self.inside("ip", "link", "set", link, "up", what=f"bringing {link} up")
+
+    def route_to(self, others: Iterable[NodeAddresses]) -> None:
+        """Routes to the other nodes' pods through the fabric (idempotent)."""
+        assert self.addresses is not None
+        for route in fabric_routes(self.addresses, others):
+            self.inside("ip", "route", "replace", *route, what="routing to another node")
     def _alone_in(self, block: Network) -> bool:
         """Whether the host's end of our veth is the only holder of an address in `block`."""
         addresses, _routes = machine_network()
@@ -264,10 +339,47 @@ class NodeNetwork:
             return
         subprocess.run(["ip", "link", "del", self.host_link], capture_output=True,
                        stdin=subprocess.DEVNULL)
-        subprocess.run(["umount", str(self.path)], capture_output=True,
-                       stdin=subprocess.DEVNULL)
-        with contextlib.suppress(OSError):
-            self.path.unlink()
+        release_namespace_file(self.path)
+        self._made = False
+
+
+class Fabric:
+    """The wire between several nodes: a namespace of the cluster's own with one bridge and
+    no address; each node joins it with a veth (`join`). `remove` frees it, and with it
+    every fabric link of every node."""
+
+    def __init__(self, state: Path) -> None:
+        self.path = state / "fabric-netns"
+        self._made = False
+
+    def create(self) -> None:
+        self.path.touch()
+        self._made = True
+        _run(["unshare", f"--net={self.path}", "true"], "making the fabric's namespace")
+        inside = ["nsenter", f"--net={self.path}"]
+        _run([*inside, "ip", "link", "add", FABRIC_BRIDGE, "type", "bridge"],
+             "making the fabric's bridge")
+        _run([*inside, "ip", "link", "set", FABRIC_BRIDGE, "up"], "bringing the bridge up")
+
+    def join(self, network: NodeNetwork, index: int) -> None:
+        """A veth from the node's namespace (`fab0`, its fabric address) to the bridge
+        (`lkfK`): `ip link ... netns` takes the namespace's file here."""
+        assert network.addresses is not None
+        port = f"lkf{index}"
+        network.inside("ip", "link", "add", FABRIC_LINK, "type", "veth", "peer", "name", port,
+                       "netns", str(self.path), what="joining the node to the fabric")
+        inside = ["nsenter", f"--net={self.path}"]
+        _run([*inside, "ip", "link", "set", port, "master", FABRIC_BRIDGE],
+             "putting the node's port on the fabric's bridge")
+        _run([*inside, "ip", "link", "set", port, "up"], "bringing the node's port up")
+        network.inside("ip", "addr", "add", f"{network.addresses.fabric_address}/32", "dev",
+                       FABRIC_LINK, what="giving the node its fabric address")
+        network.inside("ip", "link", "set", FABRIC_LINK, "up", what="bringing fab0 up")
+
+    def remove(self) -> None:
+        if not self._made:
+            return
+        release_namespace_file(self.path)
         self._made = False
 
 

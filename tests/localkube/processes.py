@@ -72,6 +72,16 @@ class Component:
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(5)
 
+    def kill(self) -> None:
+        """SIGKILL of its session at once, no SIGTERM first (a machine losing power)."""
+        process = self.process
+        if process is None:
+            return
+        with contextlib.suppress(OSError):
+            os.killpg(process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(5)
+
     def tail(self, lines: int = 20) -> str:
         try:
             text = self.log.read_text(errors="replace")
@@ -127,7 +137,24 @@ def etcd(layout: Layout) -> Component:
     ], layout.log("etcd"))
 
 
-def apiserver(layout: Layout) -> Component:
+def node_grace_flags(node_grace: float | None,
+                     toleration_seconds: int | None) -> tuple[list[str], list[str]]:
+    """The controller manager's and the API server's flags for the node controller's grace
+    periods; none for the real defaults (v1.34.4's sources: node-monitor-grace-period 50s,
+    node-monitor-period 5s, default not-ready and unreachable tolerations 300 s). A short
+    grace also checks the nodes every second (the period must be well below the grace)."""
+    controller: list[str] = []
+    if node_grace is not None:
+        controller = [f"--node-monitor-grace-period={node_grace:g}s",
+                      f"--node-monitor-period={min(5.0, max(1.0, node_grace / 5)):g}s"]
+    api: list[str] = []
+    if toleration_seconds is not None:
+        api = [f"--default-not-ready-toleration-seconds={toleration_seconds}",
+               f"--default-unreachable-toleration-seconds={toleration_seconds}"]
+    return controller, api
+
+
+def apiserver(layout: Layout, extra: tuple[str, ...] = ()) -> Component:
     pki = layout.pki
     return Component("kube-apiserver", [
         str(layout.bin / "kube-apiserver"),
@@ -149,10 +176,12 @@ def apiserver(layout: Layout) -> Component:
         "--kubelet-preferred-address-types=InternalIP",
         "--allow-privileged=true",
         "--profiling=false",
+        *extra,
     ], layout.log("kube-apiserver"))
 
 
-def controller_manager(layout: Layout, kubeconfig: Path) -> Component:
+def controller_manager(layout: Layout, kubeconfig: Path,
+                       extra: tuple[str, ...] = ()) -> Component:
     pki = layout.pki
     return Component("kube-controller-manager", [
         str(layout.bin / "kube-controller-manager"),
@@ -162,6 +191,7 @@ def controller_manager(layout: Layout, kubeconfig: Path) -> Component:
         f"--root-ca-file={pki.ca_cert}",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
         "--leader-elect=false", "--secure-port=0", "--profiling=false",
+        *extra,
     ], layout.log("kube-controller-manager"))
 
 

@@ -97,20 +97,39 @@ def test_mounts_are_undone_deepest_first_and_only_ours() -> None:
         "/tmp/lk/kubelet", "/tmp/lk/with space"]
 
 
-def test_the_mount_seen_at_a_point_is_the_last_made_there() -> None:
+def test_a_nodes_mount_namespace_lets_go_of_every_other_instances_mounts() -> None:
+    """What a node's new mount namespace copied from the machine and undoes at once: the
+    namespace files, and the mounts of other localkube state directories (another instance,
+    this cluster's other nodes); never its own, nor the machine's."""
     mountinfo = "\n".join([
-        "40 1 0:25 /tmp/a/pod-logs /var/log/pods rw - ext4 /dev/vda rw",
-        "41 1 0:26 / /var/log/podsx rw - tmpfs tmpfs rw",
-        "42 1 0:25 /tmp/b/pod-logs /var/log/pods rw - ext4 /dev/vda rw",
+        "20 1 0:20 / / rw shared:1 - ext4 /dev/vda rw",
+        "21 20 0:21 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory",
+        "22 20 0:4 net:[4026532] /tmp/localkube-a/node/netns rw - nsfs nsfs rw",
+        "23 20 0:4 net:[4026533] /tmp/localkube-b/node-2/netns rw - nsfs nsfs rw",
+        "24 20 0:30 / /tmp/localkube-b/node-2/containerd/state/x/rootfs rw - overlay o rw",
+        "25 20 0:31 / /tmp/localkube-a/node-3/kubelet/pods/y/vol rw - tmpfs tmpfs rw",
+        "26 20 0:32 / /tmp/localkube-b/node/kubelet rw - ext4 /dev/vda rw",
+        "27 20 0:33 / /tmp/other/dir rw - tmpfs tmpfs rw",
+        "28 20 0:4 net:[4026534] /run/netns/someone rw - nsfs nsfs rw",
+        "29 20 0:34 / /var/log rw - ext4 /dev/vda rw",
     ])
-    assert kubelet_node.top_mount_id(mountinfo, Path("/var/log/pods")) == "42"
-    assert kubelet_node.top_mount_id(mountinfo, Path("/var/log")) is None
+    foreign = kubelet_node.foreign_mounts(mountinfo, Path("/tmp/localkube-b/node"),
+                                          Path("/tmp"))
+    assert foreign == [
+        "/tmp/localkube-a/node-3/kubelet/pods/y/vol",
+        "/tmp/localkube-b/node-2/containerd/state/x/rootfs",
+        "/tmp/localkube-a/node/netns", "/tmp/localkube-b/node-2/netns", "/run/netns/someone"]
 
 
 def test_the_configuration_fits_this_machine() -> None:
     config = kubelet_node.kubelet_config("192.0.2.7", 10250, 10248, Path("/s/c.sock"),
-                                         "/localkube-7", Path("/s/pod-logs"))
-    assert config["podLogsDir"] == "/s/pod-logs"  # not the /var/log/pods of every kubelet
+                                         "/localkube-7", Path("/s/var-log/pods"))
+    # Not the /var/log/pods of every kubelet: the node's /var/log is its var-log.
+    assert config["podLogsDir"] == "/s/var-log/pods"
+    assert "nodeLeaseDurationSeconds" not in config  # the release's 40 s
+    short = kubelet_node.kubelet_config("192.0.2.7", 10250, 10248, Path("/s/c.sock"),
+                                        "/localkube-7", Path("/s/var-log/pods"), 8)
+    assert short["nodeLeaseDurationSeconds"] == 8
     assert config["cgroupDriver"] == "cgroupfs" and config["cgroupRoot"] == "/localkube-7"
     assert config["failSwapOn"] is False and config["failCgroupV1"] is False
     assert config["address"] == "192.0.2.7" and config["healthzBindAddress"] == "127.0.0.1"
@@ -119,6 +138,48 @@ def test_the_configuration_fits_this_machine() -> None:
     assert 'BinaryName = "/b/runc"' in containerd and "SystemdCgroup = false" in containerd
     conflist = json.loads(kubelet_node.cni_conflist("lkcni7", "10.244.7.0/24", Path("/i")))
     assert conflist["plugins"][0]["ipMasq"] is False
+    # The Service range and the pools of every node's block, never a default route.
+    routes = [r["dst"] for r in conflist["plugins"][0]["ipam"]["routes"]]
+    assert routes == ["10.0.0.0/24", *netns.CANDIDATE_POOLS]
+
+
+def test_several_nodes_have_names_links_and_routes_of_their_own() -> None:
+    from tests.localkube import launcher
+    assert launcher.node_names(1) == ["localkube-node"]  # a single node keeps its name
+    assert launcher.node_names(3) == ["localkube-node-1", "localkube-node-2",
+                                      "localkube-node-3"]
+    assert launcher.added_node_name(2) == "localkube-node-2"
+    assert netns.host_link_name(1, 4194304) == "lkh4194304"
+    assert netns.host_link_name(12, 4194304) == "lkh4194304-12"
+    assert len(netns.host_link_name(99, 4194304)) <= 15  # IFNAMSIZ - 1
+    one = netns.NodeAddresses(ipaddress.IPv4Network("10.244.7.0/24"))
+    two = netns.NodeAddresses(ipaddress.IPv4Network("10.244.9.0/24"))
+    assert one.fabric_address == "10.244.7.133"
+    fabric = ipaddress.ip_address(one.fabric_address)
+    assert fabric not in one.link and fabric not in one.pod_subnet and fabric in one.block
+    assert netns.fabric_routes(one, [one, two]) == [
+        ["10.244.9.133/32", "dev", "fab0", "scope", "link"],
+        ["10.244.9.0/25", "via", "10.244.9.133", "dev", "fab0"]]
+
+
+def test_the_node_controllers_grace_is_the_releases_unless_asked() -> None:
+    from tests.localkube import processes
+    assert processes.node_grace_flags(None, None) == ([], [])
+    controller, api = processes.node_grace_flags(8, 20)
+    assert controller == ["--node-monitor-grace-period=8s", "--node-monitor-period=1.6s"]
+    assert api == ["--default-not-ready-toleration-seconds=20",
+                   "--default-unreachable-toleration-seconds=20"]
+    assert processes.node_grace_flags(60, None)[0][1] == "--node-monitor-period=5s"
+
+
+def test_a_drain_leaves_daemonsets_static_and_deleted_pods() -> None:
+    from tests.localkube import launcher
+    assert launcher.drainable({"metadata": {"name": "p"}}) is None
+    assert launcher.drainable({"metadata": {"ownerReferences": [{"kind": "DaemonSet"}]}})
+    assert launcher.drainable({"metadata": {"ownerReferences": [{"kind": "Job"}]}}) is None
+    assert launcher.drainable({"metadata": {
+        "annotations": {"kubernetes.io/config.mirror": "x"}}}) == "a static pod"
+    assert launcher.drainable({"metadata": {"deletionTimestamp": "2026-12-07T00:00:00Z"}})
 
 
 def _writes(name: str) -> build.Step:
@@ -320,7 +381,7 @@ def test_a_stopped_kubelet_node_leaves_nothing(tmp_path: Path) -> None:
     """A localkube of the test's own, with a pod running when it is stopped: afterwards no
     process of it, no link, no mount, no cgroup, no state directory are left, nor the files
     the kubelet and libcni write outside it (container log links, cached CNI results)."""
-    views_before = _mount_points().count(str(kubelet_node.POD_LOG_VIEW))
+    var_log_before = _mount_points().count(str(kubelet_node.NODE_VAR_LOG))
     cluster = Localkube(tmp_path, node="kubelet")
     launcher = cluster.process.pid
     try:
@@ -331,7 +392,13 @@ def test_a_stopped_kubelet_node_leaves_nothing(tmp_path: Path) -> None:
         wait_until(lambda: b"Running" in cluster.kubectl(
             "get", "pod", "left", "-o", "jsonpath={.status.phase}").stdout, 60, "Running")
         assert any(p.startswith(str(state)) for p in _mount_points())
-        assert _mount_points().count(str(kubelet_node.POD_LOG_VIEW)) == views_before + 1
+        # The node's /var/log is in its own mount namespace, not the machine's.
+        assert _mount_points().count(str(kubelet_node.NODE_VAR_LOG)) == var_log_before
+        kubelet = _cluster_pids(cluster)["kubelet"]
+        assert os.readlink(f"/proc/{kubelet}/ns/mnt") != os.readlink("/proc/self/ns/mnt")
+        node_mounts = Path(f"/proc/{kubelet}/mountinfo").read_text()
+        assert f"{state}/node/var-log /var/log " in node_mounts.replace("\\040", " ") or \
+            any(line.split()[4] == "/var/log" for line in node_mounts.splitlines())
         assert f"lkh{launcher}" in {link["ifname"] for link in _ip("link")}
         assert _shared_files_of(state)  # so the check below can see them
     finally:
@@ -339,7 +406,7 @@ def test_a_stopped_kubelet_node_leaves_nothing(tmp_path: Path) -> None:
     assert not state.exists()
     assert not [p for p in _mount_points() if p.startswith(str(state))]
     assert f"lkh{launcher}" not in {link["ifname"] for link in _ip("link")}
-    assert _mount_points().count(str(kubelet_node.POD_LOG_VIEW)) == views_before
+    assert _mount_points().count(str(kubelet_node.NODE_VAR_LOG)) == var_log_before
     assert not list(Path("/sys/fs/cgroup").glob(f"*/localkube-{launcher}"))
     assert not _shared_files_of(state)
 
