@@ -85,7 +85,9 @@ def needs_the_node_agent(reason: str) -> Callable[[T], T]:
     return decorate
 
 BIN = Path(sys.executable).parent
-SQUAREPEG = str(BIN / "kubectl-squarepeg")
+# The executable under test: the venv's console script, or the link the real krew made
+# (scripts/test's smoke cell through krew: tests/krew/smoke_install.py).
+SQUAREPEG = os.environ.get("SQUAREPEG_TEST_BINARY") or str(BIN / "kubectl-squarepeg")
 
 
 @dataclass(frozen=True)
