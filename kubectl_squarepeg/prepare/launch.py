@@ -50,7 +50,9 @@ def launch(
             console.status(f"{connection.degraded}; namespace {connection.namespace}")
         sys.stdout.write(yamlout.dump(plan.manifest))
         return 0
-    console.status(connection.banner() + config_files_note(prepared.config_files))
+    # The banner names what the run creates, so that a CI log always says what ran.
+    creates = "" if plan.options.dry_run_server else f"{plan.kind.lower()}/{plan.name}: "
+    console.status(creates + connection.banner() + config_files_note(prepared.config_files))
     from kubectl_squarepeg.run import runner
 
     handing_over()

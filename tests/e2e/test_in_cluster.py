@@ -117,8 +117,11 @@ def test_squarepeg_in_a_pod_runs_a_sibling_pod_and_job(
     output = done.stdout.decode(errors="replace")
     assert done.code == 4, (done.lines, output)  # the inner Job's exit code, passed on twice
     lines = output.splitlines()
-    banner = f"squarepeg: using in-cluster config, namespace {namespace}"
-    assert lines.count(banner) == 2, lines  # from the projected namespace file
+    banner = f": using in-cluster config, namespace {namespace}"
+    banners = [line for line in lines if line.endswith(banner)]
+    assert len(banners) == 2, lines  # from the projected namespace file
+    assert banners[0].startswith("squarepeg: pod/"), banners  # the banner names the run
+    assert banners[1].startswith("squarepeg: job/"), banners
     assert "pod-out" in lines and "pod=3" in lines and "job-out" in lines, lines
     assert not [line for line in lines if "warning" in line], lines  # the sweep ran clean
     wait_until(lambda: no_pods_of_the_inner_runs(kubesim, namespace), 60,

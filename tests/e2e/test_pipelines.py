@@ -89,3 +89,12 @@ def test_a_rerun_of_a_killed_runs_name_proceeds_once_the_old_one_is_ended(
     assert again.code == 0, again.stderr
     assert again.stdout == b"again\n"
     assert again.has_line(f"{mode}/migrate-42", "silent", "deleting it"), again.lines
+
+
+def test_the_banner_names_the_pod_or_job_a_run_creates(squarepeg: Squarepeg) -> None:
+    for mode in ("pod", "job"):
+        done = squarepeg("run", "--mode", mode, "--name", f"named-{mode}", "alpine", "true")
+        assert done.code == 0, done.stderr
+        assert done.has_line(f"squarepeg: {mode}/named-{mode}: using context"), done.lines
+    quiet = squarepeg("run", "-q", "alpine", "true")
+    assert quiet.code == 0 and quiet.stderr == "", quiet.stderr  # -q: no banner
