@@ -68,10 +68,11 @@ def wait_until_free(state: RunState, refused: kubectl.Result, holder: Mapping[st
     began = time.monotonic()
     silence = plan.options.orphan_sweep_silence
     current: Mapping[str, Any] | None = holder
+    deleted = False  # one delete: a poll may still see the holder before its deletion shows
     while current is not None:
         waited = time.monotonic() - began
         state.console.progress(f"waiting for your earlier {ref} to go ({waited:.0f}s)")
-        if not podstate.is_deleting(current):
+        if not deleted and not podstate.is_deleting(current):
             last = _last_alive(current)
             if last is not None and time.time() - last >= silence:
                 state.console.end_progress()
@@ -80,6 +81,7 @@ def wait_until_free(state: RunState, refused: kubectl.Result, holder: Mapping[st
                     f"{time.time() - last:.0f}s (its squarepeg was stopped): deleting it"
                 )
                 verbs.delete(state.target, plan.kind, plan.name)
+                deleted = True
         if time.time() > _due(current, silence) or waited >= plan.options.timeout:
             state.console.end_progress()
             raise _refusal(state, refused, current)
