@@ -10,6 +10,9 @@ is raw from the session's start (kubectl, which reads it itself, would make it r
 once started), so a typed Ctrl-C is a byte for the container, not a SIGINT for squarepeg; a
 SIGTERM still reaches squarepeg's two-stage handler.
 
+`exec -it` needs less (`DirectSession`): kubectl reads and writes the terminal itself, with
+no log to splice in; the raw mode and SIGWINCH's relay are the same.
+
 Starts no process: kubectl.py does, given the descriptors from here.
 """
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Squarepeg, names
+from tests.e2e.conftest import BIN, Squarepeg, isolated_env, names
 from tests.e2e.test_interactive import (  # noqa: F401 (fixtures)
     Terminal,
     attach_needed,
@@ -111,3 +111,13 @@ def test_it_on_a_terminal(
     assert term.wait() == 5, term.output
     # kubectl's own "command terminated with exit code 5" is not shown.
     assert b"command terminated" not in term.output, term.output
+
+
+def test_run_names_complete_for_exec_and_stop(squarepeg: Squarepeg, running: str) -> None:
+    for verb in ("exec", "stop"):
+        done = subprocess.run(
+            [str(BIN / "kubectl_complete-squarepeg"), verb, "-n", squarepeg.namespace, "e"],
+            env=isolated_env(squarepeg.kubesim, squarepeg.home), capture_output=True,
+            timeout=30,
+        )
+        assert done.stdout.decode().splitlines() == [running, ":4"], (verb, done)

@@ -1,6 +1,9 @@
-"""The `pods/exec` subresource: `kubectl exec [-i] POD -c C -- CMD...` over WebSocket
+"""The `pods/exec` subresource: `kubectl exec [-i] [-t] POD -c C -- CMD...` over WebSocket
 (v5.channel.k8s.io, then v4), enough for squarepeg's file upload and copy-back (a `tar` fed
-on stdin, a `tar` read from stdout) into a running container, init containers included.
+on stdin, a `tar` read from stdout) into a running container, init containers included,
+and for `kubectl squarepeg exec`: with `tty=true` the command runs on a pty of its own
+(ttys.py: its controlling terminal, resized by the resize channel), and a command that
+cannot be started (`FailedExec`) is answered as the node answers it.
 
 What is served, as the apiserver and kubelet answer (recorded from kubectl 1.32 against the
 real kube-apiserver 1.34 on localkube's kubelet node):
