@@ -3,9 +3,9 @@
 Owns how a <TAB> is answered, and nothing else: candidates come from the click command tree
 in cli/app.py, so a subcommand, a flag or a `click.Choice` added there completes with no change
 here. The one candidate list that comes from the cluster is the user's run names
-(`run_name_items`, for `logs`, `wait` and `rm`): one `kubectl get pods,jobs` of the user's
-runs, bounded by RUN_NAMES_SECONDS. Imported only by the `completion` command and the
-helper, never by `run`, `--help` or `--version`.
+(`run_name_items`, for `logs`, `wait`, `rm`, `exec` and `stop`): one `kubectl get
+pods,jobs` of the user's runs, bounded by RUN_NAMES_SECONDS. Imported only by the
+`completion` command and the helper, never by `run`, `--help` or `--version`.
 
 How a <TAB> reaches this module:
 
@@ -123,9 +123,9 @@ RUN_NAMES_SECONDS = 5.0
 def run_name_items(
     ctx: click.Context, incomplete: str, connect: Callable[[], tuple[Any, str]]
 ) -> list[CompletionItem[str]]:
-    """The user's run names that start with `incomplete`, for `logs`, `wait` and `rm` (the
-    commands' NAME arguments call this through click's `shell_complete`); none when the
-    cluster cannot be asked (a <TAB> never prints an error)."""
+    """The user's run names that start with `incomplete`, for `logs`, `wait`, `rm`, `exec`
+    and `stop` (the commands' NAME arguments call this through click's `shell_complete`);
+    none when the cluster cannot be asked (a <TAB> never prints an error)."""
     try:
         from kubectl_squarepeg.run.detached import run_names
 
