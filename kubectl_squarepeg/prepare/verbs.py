@@ -1,4 +1,4 @@
-"""The verbs on the user's runs (`sweep`, `ps`, `logs`, `wait`, `rm`) from their flags to
+"""The verbs on the user's runs (`sweep`, `ps`, `logs`, `wait`, `rm`, `cp`) from their flags to
 their exit code: each the one call its command makes.
 
 Owns what a verb needs before it acts: the connection that -n, --context, --kubeconfig,
@@ -153,3 +153,20 @@ def rm(flags: Mapping[str, Any], env: Environment, console: Console) -> int:
     return detached.rm(
         connection, created_by, names, force=bool(flags["force"]), console=console
     )
+
+
+def cp(flags: Mapping[str, Any], env: Environment, console: Console) -> int:
+    """`cp NAME:PATH DEST` and `cp SRC NAME:PATH` (`-` for a tar on stdout or stdin)."""
+    from kubectl_squarepeg.plan.copying import parse_copy
+
+    plan = parse_copy(flags["source"], flags["dest"])
+    if env.cwd is None and not plan.streamed:
+        raise UsageError("cp: the working directory was deleted", "cd somewhere that exists")
+    cwd = str(env.cwd) if env.cwd is not None else "/"
+    home = env.environ.get("HOME") or "/"
+    from kubectl_squarepeg.run import copy
+
+    connection, created_by = verb_connection(flags, env)
+    if plan.direction == "into":
+        return copy.copy_into(connection, created_by, plan, cwd=cwd, home=home, console=console)
+    return copy.copy_out_of(connection, created_by, plan, cwd=cwd, console=console)
