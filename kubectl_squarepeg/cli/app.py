@@ -268,10 +268,14 @@ def rm(ctx: click.Context, /, **flags: Any) -> int:
 
 
 def _complete_copy_side(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-    """A run's name as `NAME:`, while the word has no `:` or `/` yet (a local path has)."""
-    if ":" in incomplete or "/" in incomplete:
-        return []
-    return [type(item)(item.value + ":") for item in _complete_run_names(ctx, param, incomplete)]
+    """A run's name as `NAME:` while the word has no `:` or `/` yet; else, or when no run's
+    name fits, local file names (the shell's own)."""
+    from click.shell_completion import CompletionItem
+
+    names = [] if ":" in incomplete or "/" in incomplete else [
+        CompletionItem(item.value + ":") for item in _complete_run_names(ctx, param, incomplete)
+    ]
+    return names or [CompletionItem(incomplete, type="file")]
 
 
 @cli.command(short_help="Copy files/folders between a run's container and the local filesystem "

@@ -17,13 +17,14 @@ from __future__ import annotations
 import io
 import os
 import stat
+import subprocess
 import tarfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Squarepeg, names
+from tests.e2e.conftest import BIN, Squarepeg, isolated_env, names
 from tests.helpers import wait_until
 
 RUN = "cp-box"
@@ -69,8 +70,9 @@ def _listing(root: Path) -> list[str]:
 
 
 def _start(squarepeg: Squarepeg, name: str = RUN) -> None:
+    # A PID 1 that ends on SIGTERM: the teardown's delete is not held for the grace period.
     started = squarepeg("run", "-d", "--name", name, "--tmpfs", "/cpdata", "alpine",
-                        "sleep", "600")
+                        "sh", "-c", "trap 'exit 0' TERM; sleep 600 & wait")
     assert started.code == 0, started.stderr
 
 
@@ -176,6 +178,10 @@ def test_cp_refusals_are_one_line_and_125(squarepeg: Squarepeg, kubesim: Any, na
     assert "does not exist" in refused(str(tmp_path / "missing"), f"{RUN}:/cpdata")
 
     _start(squarepeg)
+    tab = subprocess.run(
+        [str(BIN / "kubectl_complete-squarepeg"), "cp", "-n", namespace, "cp-b"],
+        env=isolated_env(kubesim, squarepeg.home), capture_output=True, timeout=30)
+    assert tab.stdout.decode().splitlines() == [f"{RUN}:", ":6"], tab  # no space after it
     assert "/cpdata/nope: no such file or directory" in refused(f"{RUN}:/cpdata/nope",
                                                                 str(tmp_path))
     assert "/cpdata/x/y/: no such directory" in refused(str(local), f"{RUN}:/cpdata/x/y/")
