@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import tarfile
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, Literal
 
 from kubectl_squarepeg.errors import UsageError
 from kubectl_squarepeg.files import upload
@@ -35,7 +35,7 @@ NO_LIMIT = 1 << 62  # docker's cp has no size limit, nor has squarepeg's
 @dataclass(frozen=True)
 class LocalSource:
     checked: upload.Checked
-    kind: str  # file | dir | contents
+    kind: Literal["file", "dir", "contents"]
     base: str
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 import tarfile
-import threading
+from collections.abc import Callable
 from typing import Any
 
 from kubectl_squarepeg.cluster import kubectl, podstate, verbs
@@ -26,6 +26,7 @@ from kubectl_squarepeg.files import upload
 from kubectl_squarepeg.plan import copying
 from kubectl_squarepeg.plan.copying import Copy
 from kubectl_squarepeg.run import detached
+from kubectl_squarepeg.run.files import PipeWriter
 from kubectl_squarepeg.terminal.console import Console
 
 _SLICE = 0.5
@@ -78,35 +79,21 @@ def _wait(child: kubectl.Child) -> int:
     return code
 
 
-class _TarFeeder:
-    """The upload's tar written into the exec's stdin on a thread: a reader that went away
-    (the script refused, or failed) ends it quietly; any other failure is kept."""
-
-    def __init__(self, fd: int, checked: upload.Checked) -> None:
-        self._fd = fd
-        self._checked = checked
-        self.failure: BaseException | None = None
-        self.sent = upload.Sent()
-        self._thread = threading.Thread(target=self._run, name="cp", daemon=True)
-        self._thread.start()
-
-    def write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view):]
-
-    def _run(self) -> None:
-        try:
-            self.sent = upload.write_tar(self._checked, self)
-        except BrokenPipeError:
-            pass
-        except BaseException as exc:
-            self.failure = exc
-        finally:
-            os.close(self._fd)
-
-    def join(self) -> None:
-        self._thread.join(10.0)
+def _exec_on_pipe(
+    start: Callable[[int], kubectl.Child], *, ours_reads: bool
+) -> tuple[kubectl.Child, int]:
+    """kubectl started on one end of a new pipe (closed here once it holds it); the other
+    end, ours, back with it."""
+    read_fd, write_fd = os.pipe()
+    theirs, ours = (write_fd, read_fd) if ours_reads else (read_fd, write_fd)
+    try:
+        child = start(theirs)
+    except BaseException:
+        os.close(ours)
+        raise
+    finally:
+        os.close(theirs)
+    return child, ours
 
 
 def copy_into(
@@ -125,18 +112,16 @@ def copy_into(
         return 0
     for warning in source.checked.warnings:
         console.warn(warning)
-    command = copying.into_command(plan.remote, source.kind, source.base)  # type: ignore[arg-type]
-    read_fd, write_fd = os.pipe()
-    try:
-        child = verbs.exec_reading(target, pod, MAIN, command, stdin_fd=read_fd)
-    except BaseException:
-        os.close(write_fd)
-        raise
-    finally:
-        os.close(read_fd)
-    feeder = _TarFeeder(write_fd, source.checked)
+    command = copying.into_command(plan.remote, source.kind, source.base)
+    child, write_fd = _exec_on_pipe(
+        lambda fd: verbs.exec_reading(target, pod, MAIN, command, stdin_fd=fd), ours_reads=False
+    )
+    # run/files.py's writer: the upload's tar into the exec's stdin on a thread; a reader
+    # gone (the script refused) ends it quietly.
+    feeder = PipeWriter(write_fd, source.checked, upload.Sent())
+    feeder.start()
     code = _wait(child)
-    feeder.join()
+    feeder.join(10.0)
     if code != 0:
         raise _failed(plan.run, child, code, "into")
     if feeder.failure is not None:
@@ -160,14 +145,9 @@ def copy_out_of(
             raise _failed(plan.run, child, code, "out of")
         return 0
     extractor = local.Extractor(plan.local, contents=plan.contents, cwd=cwd)
-    read_fd, write_fd = os.pipe()
-    try:
-        child = verbs.exec_writing(target, pod, MAIN, command, stdout_fd=write_fd)
-    except BaseException:
-        os.close(read_fd)
-        raise
-    finally:
-        os.close(write_fd)
+    child, read_fd = _exec_on_pipe(
+        lambda fd: verbs.exec_writing(target, pod, MAIN, command, stdout_fd=fd), ours_reads=True
+    )
     refusal: BaseException | None = None
     with os.fdopen(read_fd, "rb") as stream:
         try:

@@ -80,7 +80,7 @@ def _upload(source: Path | str, dest: Path, cwd: Path) -> subprocess.CompletedPr
     checked = local.check_local_source(str(source), cwd=str(cwd), home=str(cwd))
     sink = io.BytesIO()
     upload.write_tar(checked.checked, sink)
-    command = copying.into_command(str(dest), checked.kind, checked.base)  # type: ignore[arg-type]
+    command = copying.into_command(str(dest), checked.kind, checked.base)
     return subprocess.run(command, input=sink.getvalue(), capture_output=True, check=False)
 
 
