@@ -167,6 +167,4 @@ def cp(flags: Mapping[str, Any], env: Environment, console: Console) -> int:
     from kubectl_squarepeg.run import copy
 
     connection, created_by = verb_connection(flags, env)
-    if plan.direction == "into":
-        return copy.copy_into(connection, created_by, plan, cwd=cwd, home=home, console=console)
-    return copy.copy_out_of(connection, created_by, plan, cwd=cwd, console=console)
+    return copy.cp(connection, created_by, plan, cwd=cwd, home=home, console=console)

@@ -96,7 +96,19 @@ def _exec_on_pipe(
     return child, ours
 
 
-def copy_into(
+def cp(
+    connection: Any, created_by: str, plan: Copy, *, cwd: str, home: str, console: Console
+) -> int:
+    """One copy, either way; whatever ends it (a refusal, Ctrl-C), no kubectl is left."""
+    try:
+        if plan.direction == "into":
+            return _into(connection, created_by, plan, cwd=cwd, home=home, console=console)
+        return _out_of(connection, created_by, plan, cwd=cwd, console=console)
+    finally:
+        kubectl.terminate_all()
+
+
+def _into(
     connection: Any, created_by: str, plan: Copy, *, cwd: str, home: str, console: Console
 ) -> int:
     """`cp SRC NAME:PATH` and `cp - NAME:DIR`."""
@@ -130,7 +142,7 @@ def copy_into(
     return 0
 
 
-def copy_out_of(
+def _out_of(
     connection: Any, created_by: str, plan: Copy, *, cwd: str, console: Console
 ) -> int:
     """`cp NAME:PATH DEST` and `cp NAME:PATH -`."""

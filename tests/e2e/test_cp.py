@@ -9,13 +9,15 @@ of a detached run's `main` container.
 - `-` both ways: a tar on stdout holds the tree; a tar on stdin lands in a directory.
 - The refusals, one line and exit 125 each: a name that is no run of yours, a finished run
   (with how to keep its files), a path missing in the container, both sides or neither
-  naming a run.
+  naming a run; TAB completes a run's name as `NAME:` with no space after it.
+- Ctrl-C while a copy waits in kubectl exec: exit 130, no kubectl left running.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import signal
 import stat
 import subprocess
 import tarfile
@@ -192,3 +194,35 @@ def test_cp_refusals_are_one_line_and_125(squarepeg: Squarepeg, kubesim: Any, na
     assert squarepeg("wait", "cp-ended").code == 0
     line = refused("cp-ended:/etc/hostname", str(tmp_path))
     assert "run cp-ended has ended" in line and "-v DIR:PATH" in line
+
+
+def _execs_in(namespace: str) -> list[str]:
+    """The `kubectl exec` processes on this machine that squarepeg started in the namespace."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            words = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"exec" in words and f"--namespace={namespace}".encode() in words:
+            found.append(entry)
+    return found
+
+
+def test_ctrl_c_during_a_copy_exits_130_and_leaves_no_kubectl(
+        squarepeg: Squarepeg, kubesim: Any, namespace: str) -> None:
+    _start(squarepeg)
+    read_fd, write_fd = os.pipe()
+    try:
+        # a tar on stdin that never ends: the copy waits in kubectl exec
+        process = squarepeg.start("cp", "-", f"{RUN}:/cpdata", stdin=read_fd)
+        os.close(read_fd)
+        wait_until(lambda: _execs_in(namespace) != [], 60, "kubectl exec to start")
+        process.send_signal(signal.SIGINT)  # kubectl is in a session of its own: only we get it
+        done = squarepeg.finish(process, timeout=60)
+    finally:
+        os.close(write_fd)
+    assert done.code == 130, done.stderr
+    wait_until(lambda: _execs_in(namespace) == [], 30, "no kubectl left")
