@@ -32,9 +32,10 @@ from kubectl_squarepeg.terminal.console import Console
 _SLICE = 0.5
 _NO_SHELL = ("executable file not found", "no such file or directory", "not found in $path")
 _KEEP_FILES = (
-    "to fetch files a run writes, give it -v DIR:PATH (rw: copied back to DIR when it ends), "
-    "or copy them out while it runs"
+    "copy while it runs; to keep what a run writes, run it without -d with -v DIR:PATH (copied "
+    "back into DIR when it ends), or write to a claim (-v CLAIM:PATH) that a later run mounts"
 )
+_VIA_MOUNT = "run it without -d with -v DIR:PATH instead: its helper brings its own sh and tar"
 
 
 def _running_pod(connection: Any, created_by: str, name: str) -> str:
@@ -60,14 +61,14 @@ def _failed(name: str, child: kubectl.Child, code: int | None, what: str) -> Exc
     if said is not None:
         return UsageError(
             f"cp: {said} (in run {name}'s container)",
-            "copy through a -v DIR:PATH mount instead (its helper brings its own tar)"
+            _VIA_MOUNT
             if "no tar" in said
             else "fix the path; cp follows docker cp's rules (docs/cp.md)",
         )
     if code in (126, 127) or any(s in text.lower() for s in _NO_SHELL):
         return UsageError(
             f"run {name}'s image has no sh: cp needs sh and tar in the container",
-            "copy through a -v DIR:PATH mount instead (its helper brings its own tar)",
+            _VIA_MOUNT,
         )
     said_by_kubectl = kubectl.Result(child.argv, code or 1, b"", child.stderr).error_text
     return ClusterError(f"cp {what} run {name} failed: {said_by_kubectl}", None)
