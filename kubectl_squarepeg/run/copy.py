@@ -20,7 +20,7 @@ from typing import Any
 
 from kubectl_squarepeg.cluster import kubectl, podstate, verbs
 from kubectl_squarepeg.cluster.podstate import MAIN
-from kubectl_squarepeg.errors import ClusterError, UsageError
+from kubectl_squarepeg.errors import ClusterError, SquarepegError, UsageError
 from kubectl_squarepeg.files import copy as local
 from kubectl_squarepeg.files import upload
 from kubectl_squarepeg.plan import copying
@@ -30,7 +30,7 @@ from kubectl_squarepeg.run.files import PipeWriter
 from kubectl_squarepeg.terminal.console import Console
 
 _SLICE = 0.5
-_NO_SHELL = ("executable file not found", "no such file or directory", "not found in $path")
+_NO_SHELL = ("executable file not found", "no such file or directory")
 _KEEP_FILES = (
     "copy while it runs; to keep what a run writes, run it without -d with -v DIR:PATH (copied "
     "back into DIR when it ends), or write to a claim (-v CLAIM:PATH) that a later run mounts"
@@ -55,7 +55,9 @@ def _running_pod(connection: Any, created_by: str, name: str) -> str:
     return podstate.name(pod)
 
 
-def _failed(name: str, child: kubectl.Child, code: int | None, what: str) -> Exception:
+def _failed(
+    name: str, child: kubectl.Child, code: int | None, what: str
+) -> SquarepegError:
     text = child.stderr.decode("utf-8", "replace")
     said = copying.said_line(text)
     if said is not None:
@@ -65,13 +67,16 @@ def _failed(name: str, child: kubectl.Child, code: int | None, what: str) -> Exc
             if "no tar" in said
             else "fix the path; cp follows docker cp's rules (docs/cp.md)",
         )
-    if code in (126, 127) or any(s in text.lower() for s in _NO_SHELL):
+    if code in (126, 127) or ('"sh"' in text and any(s in text.lower() for s in _NO_SHELL)):
         return UsageError(
             f"run {name}'s image has no sh: cp needs sh and tar in the container",
             _VIA_MOUNT,
         )
     said_by_kubectl = kubectl.Result(child.argv, code or 1, b"", child.stderr).error_text
-    return ClusterError(f"cp {what} run {name} failed: {said_by_kubectl}", None)
+    return ClusterError(
+        f"cp {what} run {name} failed: {said_by_kubectl}",
+        "check that it still runs (`kubectl squarepeg ps`) and that you may create pods/exec",
+    )
 
 
 def _wait(child: kubectl.Child) -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_squarepeg.errors import UsageError
+from kubectl_squarepeg.errors import ClusterError, UsageError
 from kubectl_squarepeg.files import copy as local
 from kubectl_squarepeg.files import upload
 from kubectl_squarepeg.plan import copying
@@ -189,3 +189,30 @@ def test_a_local_path_completes_as_files() -> None:
 
     answer = complete_words(cli, ["cp", "./som"])
     assert (answer.candidates, answer.directive) == ((), DIRECTIVE_DEFAULT)
+
+
+class _Ended:
+    """What `_failed` reads of an ended kubectl exec."""
+
+    def __init__(self, stderr: bytes) -> None:
+        self.argv = ("kubectl", "exec")
+        self.stderr = stderr
+
+
+@pytest.mark.parametrize(("stderr", "code", "said", "kind"), [
+    (b"squarepeg-cp: /x: no such directory\n", 65, "cp: /x: no such directory (in run box's",
+     UsageError),
+    (b"squarepeg-cp: the image has no tar; cp needs sh and tar in the container\n", 69,
+     "the image has no tar", UsageError),
+    (b'error: Internal error occurred: exec: "sh": executable file not found in $PATH\n', 1,
+     "run box's image has no sh", UsageError),
+    (b"command terminated with exit code 126\n", 126, "run box's image has no sh", UsageError),
+    (b"error: unable to upgrade connection: container not found (\"main\")\n", 1,
+     "cp into run box failed: unable to upgrade connection", ClusterError),
+])
+def test_a_failed_exec_is_one_line(stderr: bytes, code: int, said: str, kind: type) -> None:
+    from kubectl_squarepeg.run.copy import _failed
+
+    error = _failed("box", _Ended(stderr), code, "into")  # type: ignore[arg-type]
+    assert isinstance(error, kind) and said in error.message
+    assert error.exit_code == 125 and error.hint
