@@ -305,6 +305,37 @@ def stop(ctx: click.Context, /, **flags: Any) -> int:
     from kubectl_squarepeg.prepare import verbs
 
     return verbs.stop(flags, _environment(), _console(ctx))
+def _complete_copy_side(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """A run's name as `NAME:` while the word has no `:` or `/` yet; else, or when no run's
+    name fits, local file names (the shell's own)."""
+    from click.shell_completion import CompletionItem
+
+    names = [] if ":" in incomplete or "/" in incomplete else [
+        CompletionItem(item.value + ":") for item in _complete_run_names(ctx, param, incomplete)
+    ]
+    return names or [CompletionItem(incomplete, type="file")]
+
+
+@cli.command(short_help="Copy files/folders between a run's container and the local filesystem "
+                        "(docker cp).")
+@runflags.cluster_options
+@click.argument("source", metavar="SRC", shell_complete=_complete_copy_side)
+@click.argument("dest", metavar="DEST", shell_complete=_complete_copy_side)
+@click.pass_context
+def cp(ctx: click.Context, /, **flags: Any) -> int:
+    """Copy files/folders between a run's container and the local filesystem.
+
+    \b
+      kubectl squarepeg cp NAME:SRC_PATH DEST_PATH|-
+      kubectl squarepeg cp SRC_PATH|- NAME:DEST_PATH
+
+    Use '-' as the source to read a tar archive from stdin and extract it to a directory
+    destination in the container. Use '-' as the destination to stream a tar archive of a
+    container source to stdout. A trailing '/.' on SRC_PATH copies a directory's content.
+    The run's container must be running and have sh and tar (docs/cp.md)."""
+    from kubectl_squarepeg.prepare import verbs
+
+    return verbs.cp(flags, _environment(), _console(ctx))
 
 
 # --- completion: completion.py's ---------------------------------------------------------

@@ -46,6 +46,7 @@ DIRECT_PROGRAM = "kubectl-squarepeg"
 # cobra's ShellCompDirective bits, the only ones this module sends.
 DIRECTIVE_DEFAULT = 0  # nothing special: the shell may fall back to file names
 DIRECTIVE_ERROR = 1  # completion failed: the shell offers nothing
+DIRECTIVE_NO_SPACE = 2  # no space after the candidate (`cp`'s `NAME:`, a path follows)
 DIRECTIVE_NO_FILE_COMP = 4  # no file names when there is no candidate
 DIRECTIVE_FILTER_DIRS = 16  # offer directory names only
 
@@ -99,7 +100,9 @@ def complete_words(cli: click.Command, words: Sequence[str]) -> Completions:
         return Completions((), DIRECTIVE_DEFAULT)
     candidates = tuple(_candidate(item) for item in items if item.type == "plain")
     if candidates:
-        return Completions(candidates, DIRECTIVE_NO_FILE_COMP)
+        glued = all(c.value.endswith(":") for c in candidates)  # cp's NAME:, a path follows
+        return Completions(candidates,
+                           DIRECTIVE_NO_FILE_COMP | (DIRECTIVE_NO_SPACE if glued else 0))
     # click offers values only for a click.Choice; options here spell their legal values
     # in the metavar instead (`--mode pod|job`), and name local files with FILE.
     option, value_prefix = _value_being_typed(position, incomplete)

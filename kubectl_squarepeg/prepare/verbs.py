@@ -1,5 +1,5 @@
-"""The verbs on the user's runs (`sweep`, `ps`, `logs`, `wait`, `rm`, `exec`, `stop`) from
-their flags to their exit code: each the one call its command makes.
+"""The verbs on the user's runs (`sweep`, `ps`, `logs`, `wait`, `rm`, `exec`, `stop`, `cp`)
+from their flags to their exit code: each the one call its command makes.
 
 Owns what a verb needs before it acts: the connection that -n, --context, --kubeconfig,
 --as and the config files given with --config name (`user_connection`), the user's
@@ -189,3 +189,16 @@ def stop(flags: Mapping[str, Any], env: Environment, console: Console) -> int:
 
     connection, created_by = verb_connection(flags, env)
     return onrun.stop(connection, created_by, names, timeout=seconds, console=console)
+def cp(flags: Mapping[str, Any], env: Environment, console: Console) -> int:
+    """`cp NAME:PATH DEST` and `cp SRC NAME:PATH` (`-` for a tar on stdout or stdin)."""
+    from kubectl_squarepeg.plan.copying import parse_copy
+
+    plan = parse_copy(flags["source"], flags["dest"])
+    if env.cwd is None and not plan.streamed:
+        raise UsageError("cp: the working directory was deleted", "cd somewhere that exists")
+    cwd = str(env.cwd) if env.cwd is not None else "/"
+    home = env.environ.get("HOME") or "/"
+    from kubectl_squarepeg.run import copy
+
+    connection, created_by = verb_connection(flags, env)
+    return copy.cp(connection, created_by, plan, cwd=cwd, home=home, console=console)
