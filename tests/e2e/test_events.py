@@ -48,6 +48,12 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     return parse_events(path.read_text(encoding="utf-8"))
 
 
+def events_so_far(path: Path) -> list[dict[str, Any]]:
+    """What a reader of the file sees now: whole lines only, each valid."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    return parse_events(text) if text else []
+
+
 def kinds(events: list[dict[str, Any]]) -> list[str]:
     return [e["event"] for e in events]
 
@@ -143,7 +149,7 @@ def test_a_ctrl_c_is_interrupted_then_deleted(
                     "--name", "ev-int", *SH, "echo ready; sleep 120")
     try:
         wait_for_output(term)
-        assert "running" in kinds(read_events(stream))  # live: read while the run goes on
+        wait_until(lambda: "running" in kinds(events_so_far(stream)), 10, "the running line")
         term.ctrl_c()
         assert term.wait() == 130, term.stderr()
     finally:
@@ -198,3 +204,66 @@ def test_events_cost_one_kubectl_and_nothing_without_the_flag(
     with_events = log.read_text().splitlines()
     assert not [c for c in without if " get events " in f" {c} "], without
     assert len([c for c in with_events if " get events " in f" {c} "]) == 1, with_events
+
+
+# Longer than watch.CREATING_GRACE_SECONDS, after which the wait looks at the pod's events.
+SLOW_PULL = {"images": {"slowpull": {"cmd": ["sh", "-c", "echo pulled"], "pull_seconds": 4}}}
+
+
+def test_a_slow_pull_is_said_as_it_happens_with_its_seconds(
+    kubesim_factory: Any, tmp_path: Path
+) -> None:
+    sim = kubesim_factory(SLOW_PULL)
+    runner = Squarepeg(sim, "default", tmp_path)
+    stream = tmp_path / "events.jsonl"
+    try:
+        running = runner.start("run", "--events", str(stream), "slowpull")
+        # Live: `pulling` is in the file while the pull goes on, before the container runs.
+        wait_until(lambda: "pulling" in kinds(events_so_far(stream)), 30, "the pulling line")
+        assert "running" not in kinds(read_events(stream))
+        done = runner.finish(running)
+    finally:
+        runner.close()
+    assert done.code == 0, done.stderr
+    assert done.stdout == b"pulled\n"
+    events = read_events(stream)
+    in_order(events, "created", "scheduled", "pulling", "pulled", "running", "exited", "deleted")
+    pulled = one(events, "pulled")
+    assert pulled["image"] == "slowpull" and pulled["cached"] is False
+    assert 3.5 <= pulled["seconds"] < 30, pulled
+    wait_until(lambda: names(sim, "default") == [], 30, "default to be empty")
+
+
+LINES = 200_000
+EXPECTED = b"".join(b"%d\n" % i for i in range(1, LINES + 1))
+HALF = LINES // 2
+
+
+@pytest.mark.kubesim_only("the cut stream and the rotation behind it are kubesim's scenario "
+                          "(tests/e2e/test_output_complete.py says why localkube differs)")
+def test_a_gap_in_the_output_is_said_with_its_place(
+    kubesim_factory: Any, tmp_path: Path
+) -> None:
+    sim = kubesim_factory({"options": {"log_rotate_bytes": 300_000, "log_rotate_seconds": 0}})
+    runner = Squarepeg(sim, "default", tmp_path)
+    stream = tmp_path / "events.jsonl"
+    sim.ctl("drop-logs", "--after-bytes", "100000", "--times", "1")
+    try:
+        done = runner("run", "--context", sim.context, "--events", str(stream), "alpine",
+                      "sh", "-c", f"sleep 3; seq 1 {HALF}; sleep 0.2; seq {HALF + 1} {LINES}; "
+                      "exit 3", namespaced=False)
+    finally:
+        runner.close()
+    assert done.code == 125, done.stderr
+    events = read_events(stream)
+    # The gap is found as the output drains, which may be after the container has exited.
+    in_order(events, "created", "running", "gap", "deleted", "error")
+    in_order(events, "running", "exited", "deleted")
+    ended(events, 125)
+    gap = one(events, "gap")
+    # The place is where the output has its hole: what came before it is exact.
+    assert done.stdout[:gap["byte"]] == EXPECTED[:gap["byte"]]
+    assert done.stdout[:gap["byte"]].count(b"\n") in (gap["line"], gap["line"] - 1)
+    assert done.has_line(f"output lost after line {gap['line']}"), done.lines
+    assert one(events, "exited")["container_exit_code"] == 3
+    wait_until(lambda: names(sim, "default") == [], 30, "default to be empty")
