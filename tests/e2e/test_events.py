@@ -92,7 +92,7 @@ def test_a_normal_run_says_each_phase_in_order(
         assert kinds(events).index("pulled") < kinds(events).index("running")
         assert pulled["image"].endswith("alpine") or "alpine" in pulled["image"]
     assert "error" not in kinds(events)
-    assert names(kubesim, namespace) == []
+    wait_until(lambda: names(kubesim, namespace) == [], 60, "the pod to go")
 
 
 def test_a_job_run_to_stderr_in_place_of_squarepegs_lines(
@@ -126,7 +126,7 @@ def test_a_typod_image_says_why_it_cannot_start(
     error = one(events, "error")
     assert error["exit_code"] == 125 and "ErrImagePull" in error["message"] + failed["reason"]
     assert "running" not in kinds(events) and "exited" not in kinds(events)
-    assert names(kubesim, namespace) == []
+    wait_until(lambda: names(kubesim, namespace) == [], 60, "the pod to go")
 
 
 def test_an_oom_is_exited_oomkilled_137(squarepeg: Squarepeg, tmp_path: Path) -> None:
