@@ -115,7 +115,8 @@ class Console:
     def warn(self, text: str) -> None:
         """Something the user should know even when quiet."""
         self._write("warning: " + text)
-        self.events.emit("warning", message=" ".join(text.split()))
+        if not self._closed:  # an abandoned cleanup's threads have nothing to add
+            self.events.emit("warning", message=" ".join(text.split()))
 
     def error(self, text: str) -> None:
         """The run's failure, always shown."""

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "docs" / "events.schema.json").read_text(encoding="utf-8"))
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA, format_checker=jsonschema.FormatChecker())
 SH = ("alpine", "sh", "-c")
+SECRET = "s3cret-value-of-the-token"
 
 
 def parse_events(text: str) -> list[dict[str, Any]]:
@@ -76,11 +77,13 @@ def test_a_normal_run_says_each_phase_in_order(
     squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path
 ) -> None:
     stream = tmp_path / "events.jsonl"
-    done = squarepeg("run", "--events", str(stream), "--name", "ev-ok", *SH, "echo out; exit 3")
+    done = squarepeg("run", "--events", str(stream), "--name", "ev-ok", "-e", f"TOKEN={SECRET}",
+                     *SH, "echo out; exit 3")
     assert done.code == 3, done.stderr
     assert done.stdout == b"out\n"
     assert done.has_line("squarepeg: pod/ev-ok"), done.lines  # stderr keeps its lines
     events = read_events(stream)
+    assert SECRET not in stream.read_text()  # decision 0026
     in_order(events, "created", "scheduled", "running", "exited", "deleted")
     ended(events, 3)
     created = one(events, "created")
