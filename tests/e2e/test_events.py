@@ -169,7 +169,9 @@ def test_run_d_is_kept_detached(
     squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path
 ) -> None:
     stream = tmp_path / "events.jsonl"
-    done = squarepeg("run", "-d", "--events", str(stream), "--name", "ev-det", *SH, "sleep 60")
+    # A 1 s grace: `rm -f` of a sleeping PID 1 that ignores SIGTERM is not the test.
+    done = squarepeg("run", "-d", "--events", str(stream), "--stop-timeout", "1",
+                     "--name", "ev-det", *SH, "sleep 60")
     try:
         assert done.code == 0, done.stderr
         assert done.stdout == b"ev-det\n"
