@@ -399,11 +399,21 @@ def _main(argv: list[str] | None) -> int:
     from kubectl_squarepeg.terminal.console import Console
 
     console = Console()
+    code = _answer(argv, console)
+    console.events.emit("exit", exit_code=code)  # --events: a pipeline's last line
+    return code
+
+
+def _answer(argv: list[str] | None, console: Console) -> int:
     try:
         result = cli.main(args=argv, prog_name=PROG_NAME, standalone_mode=False, obj=console)
         return result if isinstance(result, int) else 0
     except SquarepegError as exc:
         console.error(exc.one_line())
+        console.events.emit(
+            "error", message=" ".join(exc.message.split()), hint=exc.hint or None,
+            exit_code=exc.exit_code,
+        )
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
