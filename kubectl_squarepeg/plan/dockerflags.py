@@ -179,6 +179,19 @@ FLAGS: tuple[Flag, ...] = (
         key=ConfigKey("list", "a list of capabilities like [ALL]"),
     ),
     ok(
+        "--security-opt",
+        "the main container's `securityContext`: `no-new-privileges` "
+        "`allowPrivilegeEscalation: false`, `seccomp=unconfined` `seccompProfile` Unconfined, "
+        "`apparmor=P` `appArmorProfile`, `label=user|role|type|level:V` `seLinuxOptions`",
+        "docker's default seccomp profile is the runtime's `RuntimeDefault`, set on every run "
+        "but `--privileged` and `seccomp=unconfined`; a profile file, `label=disable`, "
+        "`systempaths` and masks have no flag: `kubernetes.spec` in a config file "
+        "([decision 0420](decisions/0420-restricted-pod-security.md))",
+        metavar="OPT", help="Security option (no-new-privileges, seccomp=unconfined, ...).",
+        many=True, parse=Parser("security", "parse_security_opt"), merge="listing",
+        key=ConfigKey("list", "a list like [no-new-privileges]"),
+    ),
+    ok(
         "--group-add",
         "the pod's `securityContext.supplementalGroups`",
         "numeric GIDs only: Kubernetes cannot look a group name up in the image",
@@ -552,12 +565,6 @@ FLAGS: tuple[Flag, ...] = (
         "the image's EXPOSE ports are not known without pulling the image",
         "leave it out; publish each port with -p CONTAINER_PORT",
         value=False,
-    ),
-    no(
-        "--security-opt",
-        "seccomp, AppArmor and SELinux are set in the securityContext",
-        "set `securityContext` (seccompProfile, appArmorProfile, seLinuxOptions) under "
-        "`kubernetes.spec` in a config file",
     ),
     no(
         "--sig-proxy",
