@@ -32,12 +32,12 @@ JOB_PREFIX = "Error creating: "
 # PodSecurity's check names (k8s.io/pod-security-admission/policy) and what satisfies each:
 # docker's flag where squarepeg has one, else the pod field to set through a config file.
 _POD_SECURITY_FIXES = (
-    ("allowPrivilegeEscalation", "securityContext.allowPrivilegeEscalation false (a config file)"),
+    ("allowPrivilegeEscalation", "--security-opt no-new-privileges"),
     ("unrestricted capabilities", "--cap-drop ALL"),
     ("non-default capabilities", "no --cap-add beyond NET_BIND_SERVICE"),
     ("runAsNonRoot", "--user UID with a UID other than 0"),
     ("runAsUser=0", "--user UID with a UID other than 0"),
-    ("seccompProfile", "securityContext.seccompProfile.type RuntimeDefault (a config file)"),
+    ("seccompProfile", "no --security-opt seccomp=unconfined (and no --privileged)"),
     ("privileged", "no --privileged"),
     ("host namespaces", "no --network host, --pid host or --ipc host"),
     ("hostPath volumes", "no -v with a host path"),

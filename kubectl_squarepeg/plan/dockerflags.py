@@ -31,6 +31,8 @@ from kubectl_squarepeg.plan.flagtexts import (
     PUBLISH_MEANING,
     PUBLISH_NOTE,
     RESTART_NOTE,
+    SECURITY_OPT_MEANING,
+    SECURITY_OPT_NOTE,
     SPEC,
     USE_CPUS,
     VOLUME,
@@ -177,6 +179,14 @@ FLAGS: tuple[Flag, ...] = (
         metavar="CAP", help="Drop a Linux capability.", many=True,
         parse=Parser("security", "parse_capability"),
         key=ConfigKey("list", "a list of capabilities like [ALL]"),
+    ),
+    ok(
+        "--security-opt",
+        SECURITY_OPT_MEANING,
+        SECURITY_OPT_NOTE,
+        metavar="OPT", help="Security option (no-new-privileges, seccomp=unconfined, ...).",
+        many=True, parse=Parser("security", "parse_security_opt"), merge="listing",
+        key=ConfigKey("list", "a list like [no-new-privileges]"),
     ),
     ok(
         "--group-add",
@@ -559,12 +569,6 @@ FLAGS: tuple[Flag, ...] = (
         "the image's EXPOSE ports are not known without pulling the image",
         "leave it out; publish each port with -p CONTAINER_PORT",
         value=False,
-    ),
-    no(
-        "--security-opt",
-        "seccomp, AppArmor and SELinux are set in the securityContext",
-        "set `securityContext` (seccompProfile, appArmorProfile, seLinuxOptions) under "
-        "`kubernetes.spec` in a config file",
     ),
     no(
         "--sig-proxy",

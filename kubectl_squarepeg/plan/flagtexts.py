@@ -65,3 +65,16 @@ RESTART_NOTE = (
     "5; done`"
 )
 
+
+# docs/decisions/0420: what --security-opt sets, and docker's default seccomp profile.
+SECURITY_OPT_MEANING = (
+    "the main container's `securityContext`: `no-new-privileges` "
+    "`allowPrivilegeEscalation: false`, `seccomp=unconfined` `seccompProfile` Unconfined, "
+    "`apparmor=P` `appArmorProfile`, `label=user|role|type|level:V` `seLinuxOptions`"
+)
+SECURITY_OPT_NOTE = (
+    "docker's default seccomp profile is the runtime's `RuntimeDefault`, set on every run "
+    "but `--privileged` and `seccomp=unconfined`; a profile file, `label=disable`, "
+    "`systempaths` and masks have no flag: `kubernetes.spec` in a config file "
+    "([decision 0420](decisions/0420-restricted-pod-security.md))"
+)

@@ -10,7 +10,7 @@ Plan are manifest.py's. Nothing here reads the clock, the environment or a file.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubectl_squarepeg.plan import filehelpers
@@ -84,6 +84,10 @@ def _security_context(o: RunOptions, claim: Claimer) -> dict[str, Any]:
         if o.user[1] is not None:
             context["runAsGroup"] = o.user[1]
             claim("user", (*sc, "runAsGroup"))
+        if o.user[0] != 0:
+            # What PodSecurity's `restricted` asks of a user that is not root, and true of it.
+            context["runAsNonRoot"] = True
+            claim("user", (*sc, "runAsNonRoot"))
     if o.privileged:
         context["privileged"] = True
         claim("privileged", (*sc, "privileged"))
@@ -95,12 +99,42 @@ def _security_context(o: RunOptions, claim: Claimer) -> dict[str, Any]:
         context["capabilities"] = capabilities
         claim("cap_add", (*sc, "capabilities", "add"))
         claim("cap_drop", (*sc, "capabilities", "drop"))
+    context.update(_security_options(o.table_values.get("security_opt") or (), claim))
+    return context
+
+
+def _security_options(given: Iterable[tuple[str, str]], claim: Claimer) -> dict[str, Any]:
+    """--security-opt's fields of the main container's securityContext (plan/security.py
+    parses them)."""
+    context: dict[str, Any] = {}
+    sc = (*_MAIN, "securityContext")
+    for name, value in given:
+        if name == "no-new-privileges":
+            context["allowPrivilegeEscalation"] = value != "true"
+            claim("security_opt", (*sc, "allowPrivilegeEscalation"))
+        elif name == "seccomp":
+            context["seccompProfile"] = {"type": "Unconfined"}
+            claim("security_opt", (*sc, "seccompProfile"))
+        elif name == "apparmor":
+            context["appArmorProfile"] = ({"type": "Unconfined"} if value == "unconfined"
+                                          else {"type": "Localhost", "localhostProfile": value})
+            claim("security_opt", (*sc, "appArmorProfile"))
+        else:
+            field = name.removeprefix("label-")
+            context.setdefault("seLinuxOptions", {})[field] = value
+            claim("security_opt", (*sc, "seLinuxOptions", field))
     return context
 
 
 def _pod_security_context(o: RunOptions, claim: Claimer) -> dict[str, Any]:
-    """The pod-level securityContext: --group-add and --sysctl apply to the whole pod."""
+    """The pod-level securityContext: --group-add and --sysctl apply to the whole pod, and so
+    does docker's default seccomp profile (decision 0420)."""
     context: dict[str, Any] = {}
+    if not o.privileged:
+        # As the runtime's own default profile, for every container of the pod; unclaimed,
+        # so a config file's `kubernetes.spec` may set another. `seccomp=unconfined` sets
+        # the main container's own.
+        context["seccompProfile"] = {"type": "RuntimeDefault"}
     if o.group_add:
         context["supplementalGroups"] = list(o.group_add)
         claim("group_add", ("spec", "securityContext", "supplementalGroups"))

@@ -1,5 +1,5 @@
 """Who the container runs as and what the kernel lets it do: `-u`, `--group-add`,
-`--cap-add`/`--cap-drop` and `--sysctl`.
+`--cap-add`/`--cap-drop`, `--sysctl` and `--security-opt`.
 
 Owns the numeric user and group IDs Kubernetes takes (it cannot look a name up in the
 image), capability names as Kubernetes spells them, and sysctl names.
@@ -75,3 +75,55 @@ def parse_sysctl(text: str) -> tuple[str, str]:
             "or '/' (at most 253 characters), like net.ipv4.ip_unprivileged_port_start=0"
         )
     return name, value
+
+
+# docker's `--security-opt` values squarepeg maps onto the main container's securityContext;
+# the forms docker accepts: `no-new-privileges`, `no-new-privileges:true|false` (or `=`),
+# `seccomp=unconfined`, `apparmor=unconfined|PROFILE`, `label=user|role|type|level:VALUE`.
+_SELINUX_FIELDS = {"user": "user", "role": "role", "type": "type", "level": "level"}
+
+
+def _split_option(text: str) -> tuple[str, str]:
+    """`NAME=VALUE` or `NAME:VALUE` (docker takes both) at the first of the two; a bare NAME
+    has an empty value."""
+    match = re.match(r"([^=:]*)[=:](.*)", text, re.DOTALL)
+    return (match[1].strip().lower(), match[2]) if match else (text.lower(), "")
+
+
+def parse_security_opt(text: str) -> tuple[str, str]:
+    """`--security-opt OPT`: (what it sets, its value), one of `no-new-privileges` (`true` or
+    `false`), `seccomp` (`unconfined`), `apparmor` (`unconfined` or a profile name on the
+    node) and `label-user`/`-role`/`-type`/`-level` (SELinux)."""
+    name, value = _split_option(text.strip())
+    if name == "no-new-privileges":
+        flag = value.strip().lower() or "true"
+        if flag not in ("true", "false"):
+            raise ValueProblem("give no-new-privileges, no-new-privileges:true or "
+                               "no-new-privileges:false")
+        return name, flag
+    if name == "seccomp":
+        if value.strip().lower() == "unconfined":
+            return name, "unconfined"
+        raise ValueProblem(
+            "squarepeg takes seccomp=unconfined (docker's default profile is the runtime's "
+            "RuntimeDefault, set on every run); a profile file must be on the node: set "
+            "`securityContext.seccompProfile` (type Localhost, localhostProfile) under "
+            "`kubernetes.spec` in a config file")
+    if name == "apparmor":
+        profile = value.strip()
+        if not profile or any(c.isspace() for c in profile):
+            raise ValueProblem("give apparmor=unconfined or apparmor=PROFILE, a profile "
+                               "loaded on the node")
+        return name, profile
+    if name == "label":
+        field, _, setting = value.partition(":")
+        if field in _SELINUX_FIELDS and setting.strip():
+            return f"label-{field}", setting.strip()
+        raise ValueProblem(
+            "squarepeg takes label=user:USER, label=role:ROLE, label=type:TYPE and "
+            "label=level:LEVEL (the SELinux options of Kubernetes); label=disable has no "
+            "Kubernetes field: leave it out")
+    raise ValueProblem(
+        "squarepeg takes no-new-privileges, seccomp=unconfined, apparmor=PROFILE and "
+        "label=user|role|type|level:VALUE; set other security options under "
+        "`kubernetes.spec` in a config file")

@@ -11,6 +11,7 @@ are the real API server's alone.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -83,5 +84,33 @@ def test_pod_security_enforce_is_said_with_the_flags_that_satisfy_it(
     assert labelled.returncode == 0, labelled.stderr
     done, seconds = timed_run(squarepeg, mode, "alpine", "true")
     assert_refused_at_once(done, seconds, "violates PodSecurity", "restricted")
-    assert done.has_line("--cap-drop ALL"), done.lines
+    assert done.has_line("--cap-drop ALL", "--security-opt no-new-privileges"), done.lines
+
+
+# What `restricted` asks, in docker's words (decision 0420); seccomp is docker's default.
+RESTRICTED_FLAGS = ("--user", "1000", "--cap-drop", "ALL", "--security-opt", "no-new-privileges")
+
+
+@pytest.mark.localkube_only("kubesim has no Pod Security admission")
+@MODES
+def test_docker_flags_reach_a_restricted_namespace_with_files_in_and_out(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str, mode: str, tmp_path: Path
+) -> None:
+    labelled = kubesim.kubectl("label", "namespace", namespace,
+                               "pod-security.kubernetes.io/enforce=restricted")
+    assert labelled.returncode == 0, labelled.stderr
+    done = squarepeg("run", "--mode", mode, *RESTRICTED_FLAGS, "alpine", "id", "-u")
+    assert (done.code, done.stdout) == (0, b"1000\n"), done.lines
+    # -v: the upload and copy-back helpers comply too, as the user given.
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "greeting").write_text("hello\n")
+    (tmp_path / "out").mkdir()
+    helper = tmp_path / "helper.yaml"  # the node's busybox, as tests/e2e/test_files.py's
+    helper.write_text("files_helper_image: busybox\n")
+    with_files = squarepeg(
+        "run", "--mode", mode, "--config", str(helper), *RESTRICTED_FLAGS,
+        "-v", f"{tmp_path / 'in'}:/in:ro", "-v", f"{tmp_path / 'out'}:/out", "alpine", "sh",
+        "-c", "id -u; cat /in/greeting; id -u > /out/uid")
+    assert (with_files.code, with_files.stdout) == (0, b"1000\nhello\n"), with_files.lines
+    assert (tmp_path / "out" / "uid").read_text() == "1000\n"
 

@@ -27,6 +27,8 @@ SQUAREPEG = shutil.which("kubectl-squarepeg", path=f"{BIN}{os.pathsep}{os.enviro
 RUN_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 NAME = re.compile(r"squarepeg-alpine-[0-9a-f]{6}")
 ERROR = "squarepeg: error: "
+# docker's default seccomp profile, on every pod but a --privileged one's (decision 0420).
+DEFAULT_POD_SECURITY = {"seccompProfile": {"type": "RuntimeDefault"}}
 
 KUBECONFIG = """\
 apiVersion: v1
@@ -177,6 +179,7 @@ def test_a_plain_dry_run_prints_the_pod_and_exits_0(sandbox: Sandbox) -> None:
         "spec": {
             "containers": [{"name": "main", "image": "alpine", "args": ["echo", "hi"]}],
             "restartPolicy": "Never",
+            "securityContext": DEFAULT_POD_SECURITY,
         },
     }
     # Insertion order, as built: apiVersion, kind, metadata, spec.
@@ -314,6 +317,7 @@ ROWS = [
         {
             "runAsUser": 1000,
             "runAsGroup": 1000,
+            "runAsNonRoot": True,
             "privileged": True,
             "readOnlyRootFilesystem": True,
             "capabilities": {"add": ["NET_ADMIN", "SYS_TIME"], "drop": ["ALL"]},
@@ -437,6 +441,7 @@ def test_job_mode(sandbox: Sandbox) -> None:
             "spec": {
                 "containers": [{"name": "main", "image": "alpine", "args": ["true"]}],
                 "restartPolicy": "Never",
+                "securityContext": DEFAULT_POD_SECURITY,
             },
         }
     }
@@ -494,6 +499,7 @@ def test_dns_option_group_add_sysctl_label_file_and_memory_reservation(sandbox: 
     assert "dnsPolicy" not in spec  # options alone keep the cluster's policy
     assert spec["dnsConfig"] == {"options": [{"name": "ndots", "value": "2"}, {"name": "rotate"}]}
     assert spec["securityContext"] == {
+        **DEFAULT_POD_SECURITY,
         "supplementalGroups": [1000, 2000],
         "sysctls": [{"name": "net.ipv4.ip_unprivileged_port_start", "value": "0"}],
     }

@@ -87,7 +87,8 @@ def test_pod_security_names_the_flags_that_satisfy_each_violation() -> None:
     assert 'Pod Security "restricted:latest"' in refused.fix
     assert "--cap-drop ALL" in refused.fix
     assert "--user UID with a UID other than 0" in refused.fix
-    assert "allowPrivilegeEscalation" in refused.fix and "seccompProfile" in refused.fix
+    assert "--security-opt no-new-privileges" in refused.fix
+    assert "no --security-opt seccomp=unconfined" in refused.fix
     assert "permission" not in refused.fix
 
 

@@ -92,6 +92,10 @@ def test_labels() -> None:
 # --- the Pod -----------------------------------------------------------------------------------
 
 
+# docker's default seccomp profile, on every pod but a --privileged one's (decision 0420).
+DEFAULT_POD_SECURITY = {"seccompProfile": {"type": "RuntimeDefault"}}
+
+
 def test_the_plain_pod() -> None:
     p = plan(command=("echo", "hi"))
     assert p.manifest == {
@@ -101,6 +105,7 @@ def test_the_plain_pod() -> None:
         "spec": {
             "containers": [{"name": "main", "image": "alpine", "args": ["echo", "hi"]}],
             "restartPolicy": "Never",
+            "securityContext": DEFAULT_POD_SECURITY,
         },
     }
     assert (p.kind, p.name, p.namespace, p.run_id, p.created_by, p.warnings) == (
@@ -121,8 +126,27 @@ CONTAINER_FLAGS: list[tuple[dict[str, Any], dict[str, Any]]] = [
         {"env_file": ("/f/a.env",)},
         {"env": [{"name": "A", "value": "file"}, {"name": "B", "value": "file"}]},
     ),
-    ({"user": "1000:50"}, {"securityContext": {"runAsUser": 1000, "runAsGroup": 50}}),
-    ({"user": "1000"}, {"securityContext": {"runAsUser": 1000}}),
+    (
+        {"user": "1000:50"},
+        {"securityContext": {"runAsUser": 1000, "runAsGroup": 50, "runAsNonRoot": True}},
+    ),
+    ({"user": "1000"}, {"securityContext": {"runAsUser": 1000, "runAsNonRoot": True}}),
+    ({"user": "0"}, {"securityContext": {"runAsUser": 0}}),
+    (
+        {"security_opt": ("no-new-privileges",)},
+        {"securityContext": {"allowPrivilegeEscalation": False}},
+    ),
+    (
+        {"security_opt": ("seccomp=unconfined", "apparmor=unconfined", "label=type:spc_t")},
+        {"securityContext": {"seccompProfile": {"type": "Unconfined"},
+                             "appArmorProfile": {"type": "Unconfined"},
+                             "seLinuxOptions": {"type": "spc_t"}}},
+    ),
+    (
+        {"security_opt": ("apparmor=k8s-guard",)},
+        {"securityContext": {"appArmorProfile": {"type": "Localhost",
+                                                 "localhostProfile": "k8s-guard"}}},
+    ),
     ({"cpus": "0.5"}, {"resources": {"requests": {"cpu": "500m"}, "limits": {"cpu": "500m"}}}),
     ({"cpus": "2"}, {"resources": {"requests": {"cpu": 2}, "limits": {"cpu": 2}}}),
     (
@@ -197,7 +221,8 @@ POD_FLAGS: list[tuple[dict[str, Any], dict[str, Any]]] = [
 @pytest.mark.parametrize(("given", "fields"), POD_FLAGS)
 def test_pod_flags(given: dict[str, Any], fields: dict[str, Any]) -> None:
     spec = plan(**given).manifest["spec"]
-    assert {k: v for k, v in spec.items() if k not in ("containers", "restartPolicy")} == fields
+    assert {k: v for k, v in spec.items() if k not in ("containers", "restartPolicy")} == {
+        "securityContext": DEFAULT_POD_SECURITY, **fields}
     assert spec["restartPolicy"] == "Never"
 
 
@@ -240,6 +265,7 @@ def test_the_job() -> None:
                 "spec": {
                     "containers": [{"name": "main", "image": "alpine", "args": ["true"]}],
                     "restartPolicy": "Never",
+                    "securityContext": DEFAULT_POD_SECURITY,
                 },
             },
         },
@@ -332,7 +358,8 @@ kubernetes:
     )
     container = main_container(p)
     assert container["resources"]["limits"] == {"cpu": 1, "memory": "9Gi"}
-    assert container["securityContext"] == {"runAsUser": 1000, "privileged": False}
+    assert container["securityContext"] == {"runAsUser": 1000, "privileged": False,
+                                            "runAsNonRoot": True}
     assert container["workingDir"] == "/w"
     assert p.manifest["spec"]["tolerations"] == [
         {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -555,12 +582,14 @@ def test_dns_options_alone_keep_the_clusters_dns_policy() -> None:
 def test_group_add_and_sysctls_go_in_the_pods_security_context() -> None:
     p = plan(group_add=("1000", "0"), sysctl=("net.ipv4.ip_forward=1",), user="5")
     assert p.manifest["spec"]["securityContext"] == {
+        **DEFAULT_POD_SECURITY,
         "supplementalGroups": [1000, 0],
         "sysctls": [{"name": "net.ipv4.ip_forward", "value": "1"}],
     }
-    # -u stays on the container; the pod-level context holds only these two.
-    assert main_container(p)["securityContext"] == {"runAsUser": 5}
-    assert "securityContext" not in plan().manifest["spec"]
+    # -u stays on the container; the pod-level context holds only these and the default.
+    assert main_container(p)["securityContext"] == {"runAsUser": 5, "runAsNonRoot": True}
+    assert plan().manifest["spec"]["securityContext"] == DEFAULT_POD_SECURITY
+    assert "securityContext" not in plan(privileged=True).manifest["spec"]
 
 
 def test_label_file_labels_are_on_the_pod_and_the_job_template() -> None:
@@ -603,6 +632,7 @@ kubernetes:
         {"name": "edns0"},
     ]
     assert p.manifest["spec"]["securityContext"] == {
+        **DEFAULT_POD_SECURITY,
         "supplementalGroups": [1000],
         "sysctls": [
             {"name": "net.ipv4.ip_forward", "value": "1"},
