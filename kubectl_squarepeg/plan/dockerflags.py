@@ -383,6 +383,13 @@ FLAGS: tuple[Flag, ...] = (
         "docker's hides the pull output; squarepeg's every status line (warnings and errors stay)",
         help="No status messages on stderr.", key=_BOOL,
     ),
+    own(
+        "--events",
+        "the run's phases as JSON lines, into FILE, or with `-` on stderr in place of "
+        "squarepeg's lines ([docs/events.md](events.md))",
+        metavar="FILE", help="Write the run's events as JSON lines to FILE (-: stderr).",
+        parse=Parser("values", "parse_nonempty"), merge="scalar",
+    ),
     ok(
         "-i --interactive",
         "main container `stdin: true`, `stdinOnce: true`; your stdin reaches it through "

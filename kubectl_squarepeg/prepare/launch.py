@@ -50,6 +50,7 @@ def launch(
             console.status(f"{connection.degraded}; namespace {connection.namespace}")
         sys.stdout.write(yamlout.dump(plan.manifest))
         return 0
+    _stream_events(plan.options.table_values.get("events"), console)
     # The banner names what the run creates, so that a CI log always says what ran.
     creates = "" if plan.options.dry_run_server else f"{plan.kind.lower()}/{plan.name}: "
     console.status(creates + connection.banner() + config_files_note(prepared.config_files))
@@ -61,6 +62,24 @@ def launch(
 
         return detached.run_detached(plan, connection, console)
     return runner.execute(plan, connection, console, prepared.files_checked)
+
+
+def _stream_events(destination: str | None, console: Console) -> None:
+    """`--events`: the sink opened before anything is created, so that a path that cannot
+    be written is a bad input (exit 125) and the stream misses no phase."""
+    if destination is None:
+        return
+    from kubectl_squarepeg.errors import UsageError
+    from kubectl_squarepeg.terminal.eventstream import STDERR, open_sink
+
+    try:
+        sink = open_sink(destination)
+    except OSError as exc:
+        raise UsageError(
+            f"--events {destination}: cannot write it ({exc.strerror or exc})",
+            "give a file in a directory you can write, or `-` for stderr",
+        ) from None
+    console.stream_events(sink, instead_of_lines=destination == STDERR)
 
 
 def config_files_note(files: Sequence[str]) -> str:

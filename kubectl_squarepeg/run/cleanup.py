@@ -110,8 +110,10 @@ def cleanup(state: RunState) -> None:
         if state.created:
             if state.plan.options.keep:
                 _print_inspect_commands(state)
+                _say_kept(state, "keep")
             elif state.keep_for_output:
                 _keep_unread_output(state)
+                _say_kept(state, "output")
             else:
                 _delete(state)
         start_sweep(state)  # now, if the container never started
@@ -124,6 +126,7 @@ def release(state: RunState) -> None:
     """Leave the resource on the cluster (`run -d`): stop watching, let the orphan sweep
     that rides along with every run finish, end every child."""
     state.cleaned = True  # cleanup would delete it
+    _say_kept(state, "detached")
     try:
         if state.heartbeat is not None:
             state.heartbeat.stop()
@@ -143,6 +146,9 @@ def _delete(state: RunState) -> None:
     except SquarepegError as exc:
         state.console.warn(f"could not delete {resource.ref}: {exc.message}")
         return
+    if result.ok:
+        state.sink.emit("deleted", kind=state.plan.kind, namespace=state.namespace,
+                        name=state.plan.name)
     if not result.ok:
         state.console.warn(
             f"could not delete {resource.ref} in namespace {state.namespace}: "
@@ -151,6 +157,13 @@ def _delete(state: RunState) -> None:
         )
     elif state.stopped_early and state.container_running:
         state.console.notice(_terminating_message(state))
+
+
+def _say_kept(state: RunState, why: str) -> None:
+    """--events: the resource stays, and why (`keep`: --keep; `output`: its output could
+    not all be read; `detached`: `run -d`)."""
+    state.sink.emit("kept", kind=state.plan.kind, namespace=state.namespace,
+                    name=state.plan.name, why=why)
 
 
 def _terminating_message(state: RunState) -> str:

@@ -57,6 +57,8 @@ def start(state: RunState) -> tuple[watch.Event, str]:
             state.files.upload(helper_pod)
         state.main_held = False
     reporter = watch.EventReporter(state.console, state.events)
+    if state.phases is not None:
+        reporter.on_pulling = state.phases.pulling
     started = watch.wait_for_start(
         state.watch,
         timeout=state.plan.options.timeout,
@@ -125,6 +127,9 @@ def _note_created(state: RunState, result: kubectl.Result) -> None:
         state.uid = None
     if state.plan.kind == "Job" and state.watch is not None:
         state.watch.job_uid = state.uid
+    plan = state.plan
+    state.sink.emit("created", kind=plan.kind, namespace=state.namespace, name=plan.name,
+                    uid=state.uid)
 
 
 def _start_create(state: RunState, manifest: bytes) -> kubectl.Child:
@@ -140,6 +145,8 @@ def _start_create_and_watch(state: RunState) -> kubectl.Child:
         pod_watch = watch.PodWatch(state.target, job=plan.name, commands=state.commands)
     else:
         pod_watch = watch.PodWatch(state.target, pod=plan.name, commands=state.commands)
+    if state.phases is not None:
+        pod_watch.observe = state.phases.observe
     state.watch = pod_watch
     creating = _start_create(state, manifest_bytes_of(state.plan))
     pod_watch.start(early=True)

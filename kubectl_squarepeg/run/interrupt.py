@@ -328,6 +328,7 @@ class TwoStageInterrupt:
         self._signals += 1
         if self._signals == 1:
             self._signal_name = signal.Signals(signum).name
+            self._console.events.emit("interrupted", signal=self._signal_name)
             self._console.warn(self._first_message())
             if self._hint is not None:
                 self._hint.arm()

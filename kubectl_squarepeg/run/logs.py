@@ -355,6 +355,10 @@ class LogFollower:
         )
         if self.lost is None:  # not under _lock: _connect may hold it while this runs
             self.lost = lost
+        self._console.events.emit(
+            "gap", pod=self._pod, line=gap.lines_before, byte=gap.bytes_before,
+            partial=gap.partial, after=after or None, before=upto or None,
+        )
         self._console.warn(
             f"{lost} (the kubelet rotates a container's log file at containerLogMaxSize, "
             "10 MiB by default, and the rotated part was not read in time); "
@@ -429,6 +433,9 @@ class LogFollower:
                     f"the output may be incomplete after byte {self._written}: the log "
                     f"stream of pod {self._pod} was lost ({reason})"
                 )
+        self._console.events.emit(
+            "output_lost", pod=self._pod, byte=self._written, reason=" ".join(reason.split())
+        )
         self._console.warn(
             f"lost the log stream of pod {self._pod} ({reason}"
             f"{self._commands.permission_check(reason)}); its output may be "

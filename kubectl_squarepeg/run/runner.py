@@ -28,7 +28,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from kubectl_squarepeg.cluster import kubectl, verbs
+from kubectl_squarepeg.cluster import kubectl, podstate, verbs
 from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.cluster.refusals import rejection
 from kubectl_squarepeg.errors import READER_GONE, ReaderGone
@@ -79,6 +79,8 @@ def execute_phases(state: RunState) -> int:
     if outcome is None:
         raise ReaderGone("stdout was closed by its reader")
     state.container_running = False
+    if state.sink.active:
+        _say_exited(state, outcome, pod)
     if state.head is not None:
         state.head.start()  # now, if no line has come: what it lists is final
     # The exit code is known: a first Ctrl-C from here on lets the output drain and
@@ -88,6 +90,18 @@ def execute_phases(state: RunState) -> int:
         output.judge(state, outcome, pod)
         cleanup.copy_back(state, pod, outcome)
         return outcome.exit_code
+
+
+def _say_exited(state: RunState, outcome: podstate.Outcome, pod: str) -> None:
+    from kubectl_squarepeg.run import eventlog
+
+    latest = state.phases.latest if state.phases is not None else None
+    state.sink.emit(
+        "exited", pod=pod, exit_code=outcome.exit_code,
+        container_exit_code=eventlog.exit_code_of_container(latest),
+        reason=eventlog.exit_reason(latest, outcome),
+        message=outcome.message,
+    )
 
 
 def run_lifecycle(

@@ -28,11 +28,13 @@ if TYPE_CHECKING:
     from kubectl_squarepeg.files.upload import Checked
     from kubectl_squarepeg.plan.manifest import Plan
     from kubectl_squarepeg.run import ports, sweep
+    from kubectl_squarepeg.run.eventlog import PodPhases
     from kubectl_squarepeg.run.files import FileTransfer
     from kubectl_squarepeg.run.heartbeat import Heartbeat
     from kubectl_squarepeg.run.loghead import HeadCheck
     from kubectl_squarepeg.terminal import session as terminal
     from kubectl_squarepeg.terminal.console import Console
+    from kubectl_squarepeg.terminal.eventstream import EventSink
 
 
 class Follower(Protocol):
@@ -77,6 +79,7 @@ class RunState:
     progress: interrupt.Progress = field(default_factory=interrupt.Progress)
     events: Callable[[str], list[Mapping[str, Any]]] = field(default=lambda pod: [])
     files: FileTransfer | None = None  # -v SRC:DST (run/files.py)
+    phases: PodPhases | None = None  # the pod's phases as --events lines (run/eventlog.py)
     main_held: bool = False  # until the upload has completed, `main` waits in the pod
     # the create phase
     created: bool = False
@@ -102,6 +105,11 @@ class RunState:
     # the container was still running, and the grace period it now has to exit.
     stopped_early: bool = False
     cleaned: bool = False
+
+    @property
+    def sink(self) -> EventSink:
+        """Where the run's --events lines go (a null sink without the flag)."""
+        return self.console.events
 
     @property
     def target(self) -> kubectl.Target:
@@ -148,6 +156,9 @@ def new_state(
         events=watch.warning_events(connection.target),
         main_held=files_checked is not None,
     )
+    from kubectl_squarepeg.run.eventlog import PodPhases
+
+    state.phases = PodPhases(console.events, state.events)
     if files_checked is not None:
         from kubectl_squarepeg.run.files import FileTransfer
 

@@ -154,6 +154,8 @@ class PodWatch:
         # Job mode: the Job's uid once its create has answered; a pod is followed only if
         # that Job owns it (the `job-name` label selects an earlier Job's pods too).
         self.job_uid: str | None = None
+        # Shown every pod this watch reports (run/eventlog.py: the --events phases).
+        self.observe: Callable[[Mapping[str, Any]], None] | None = None
 
     @property
     def pod_name(self) -> str | None:
@@ -249,6 +251,8 @@ class PodWatch:
             self._pod = podstate.name(event.pod)
         elif podstate.name(event.pod) != self._pod:
             return None
+        if self.observe is not None:
+            self.observe(event.pod)
         return event
 
 
@@ -274,6 +278,7 @@ class EventReporter:
         self._creating_since: float | None = None
         # 'Pulling image "…"' while the events last fetched say an image is being pulled.
         self.pulling: str | None = None
+        self.on_pulling: Callable[[str], None] | None = None  # --events (run/eventlog.py)
 
     def poll(self, pod: Mapping[str, Any]) -> None:
         """Fetch and print new Warning events if the pod is blocked and it is time to look."""
@@ -293,13 +298,25 @@ class EventReporter:
         self._next_fetch = now + EVENTS_INTERVAL_SECONDS
         items = self.fetch(podstate.name(pod))
         self.pulling = image_being_pulled(items)
+        if self.pulling is not None and self.on_pulling is not None:
+            self.on_pulling(self.pulling)
         for item in items:
             if item.get("type") != "Warning":
                 continue
             key = (str(item.get("reason") or ""), " ".join(str(item.get("message") or "").split()))
             if key not in self._seen:
                 self._seen.add(key)
+                self._console.events.emit(
+                    "pod_event", pod=podstate.name(pod), reason=key[0], message=key[1]
+                )
                 self._console.warn(f"pod {podstate.name(pod)}: {key[0]}: {key[1]}")
+
+    def fail_fast(self, stuck: podstate.Waiting, pod_name: str) -> None:
+        """The start is given up on: said as an event before the error that follows."""
+        self._console.events.emit(
+            "fail_fast", pod=pod_name, container=stuck.container, reason=stuck.reason,
+            message=" ".join((stuck.message or "").split()) or None,
+        )
 
 
 def image_being_pulled(events: Sequence[Mapping[str, Any]]) -> str | None:
@@ -465,6 +482,7 @@ def wait_for_start(
             if stuck is not None:
                 pod_name = podstate.name(event.pod)
                 detail = f": {stuck.message}" if stuck.message else ""
+                reporter.fail_fast(stuck, pod_name)
                 hint = _FAIL_FAST_HINTS.get(stuck.reason, _DEFAULT_FAIL_FAST_HINT)
                 said = f"container {stuck.container} of pod {pod_name} cannot start: " + (
                     f"{stuck.reason}{detail}"

@@ -5,13 +5,21 @@ interleave, the quiet switch, and the one status line that rewrites itself while
 waits for its pod (`progress`): only on a terminal and not quiet, erased (`end_progress`)
 before anything else is written, so it never stays behind in a scroll-back or a log file.
 Container output never passes through here: it goes to stdout as raw bytes (see logs.py).
+Also carries the run's event sink (`events`, terminal/eventstream.py), since every part of a
+run that says something holds the console: each warning shown is an event too, and with
+`--events -` the stream takes stderr's place (`stream_events`).
 """
 
 from __future__ import annotations
 
 import sys
 import threading
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO, cast
+
+from kubectl_squarepeg.terminal.eventstream import NullSink
+
+if TYPE_CHECKING:
+    from kubectl_squarepeg.terminal.eventstream import EventSink
 
 PREFIX = "squarepeg: "
 
@@ -28,6 +36,14 @@ class Console:
         self._progress_shown = False
         self._closed = False
         self._line_end = "\n"
+        self.events: EventSink = NullSink()
+
+    def stream_events(self, sink: EventSink, *, instead_of_lines: bool) -> None:
+        """Send the run's events to `sink`; `instead_of_lines` (`--events -`, the stream on
+        stderr): squarepeg's own lines are not written, so stderr is JSON alone."""
+        self.events = sink
+        if instead_of_lines:
+            self._stream = cast(TextIO, _Discard())
 
     def terminal_raw(self, raw: bool) -> None:
         """The terminal is raw (`run -it` set it so): no output processing turns a line's
@@ -99,7 +115,22 @@ class Console:
     def warn(self, text: str) -> None:
         """Something the user should know even when quiet."""
         self._write("warning: " + text)
+        if not self._closed:  # an abandoned cleanup's threads have nothing to add
+            self.events.emit("warning", message=" ".join(text.split()))
 
     def error(self, text: str) -> None:
         """The run's failure, always shown."""
         self._write("error: " + text)
+
+
+class _Discard:
+    """stderr's place when the event stream has taken it: lines go nowhere."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False

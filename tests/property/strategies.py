@@ -42,6 +42,7 @@ VALUED = [
     "--node-selector", "--toleration", "--image-pull-secret", "--priority-class", "-p",
     "--publish", "--network", "-v", "--volume", "--mount", "--dns-option", "--group-add",
     "--sysctl", "--label-file", "--memory-reservation", "--as", "--as-group", "--stop-signal",
+    "--events",
 ]
 SWITCHES = ["--privileged", "--read-only", "--rm", "--keep", "-q", "--quiet", "-P", "-i",
             "-t", "-d", "--dry-run-server", "--cpu", "--bogus", "-Z"]
