@@ -214,9 +214,10 @@ def _test_folder(item: pytest.Item) -> str:
         return ""
 
 
-# The files that take longest on kubesim (docs/ci-time.md, 2026-12-07), handed out first
-# to pytest-xdist's workers; the others keep their order.
+# The files that take longest (docs/ci-time.md, 2026-12-07), handed out first to
+# pytest-xdist's workers; the others keep their order.
 SLOW_FIRST = (
+    "e2e/test_output_complete_kubelet.py",  # the localkube phase's: 20 + 10 runs, 600-900 s
     "e2e/test_detached.py",
     "property/test_grids.py",
     "e2e/test_failure_paths.py",
