@@ -8,8 +8,9 @@ file, and nothing here talks to a cluster.
 
 from __future__ import annotations
 
+import copy
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -280,3 +281,19 @@ def _notes(options: RunOptions) -> tuple[str, ...]:
     words = [*options.command, *([options.entrypoint] if options.entrypoint else [])]
     dollar = [DOLLAR_NOTE] if any("$" in word for word in words) else []
     return (*dollar, *bind_notes(options))
+
+
+def template_pod(job: Mapping[str, Any]) -> dict[str, Any]:
+    """The Pod a Job's controller would make of its template, for `--dry-run-server` in job
+    mode: admission judges a Job and the pods it makes by different rules (PodSecurity
+    enforces on pods alone, a quota counts pods), so the Job's own dry run cannot say
+    whether its pod would be admitted (decision 0300)."""
+    template = job["spec"]["template"]
+    metadata = {
+        "name": f"{job['metadata']['name']}-dry-run",
+        "namespace": job["metadata"]["namespace"],
+        **{k: copy.deepcopy(v) for k, v in template.get("metadata", {}).items()
+           if k in ("labels", "annotations")},
+    }
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
+            "spec": copy.deepcopy(template["spec"])}

@@ -25,13 +25,15 @@ delete when it found orphans.
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import TYPE_CHECKING
 
 from kubectl_squarepeg.cluster import kubectl, podstate, verbs
 from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.cluster.refusals import rejection
-from kubectl_squarepeg.errors import READER_GONE, ReaderGone
+from kubectl_squarepeg.errors import READER_GONE, ClusterError, ReaderGone
+from kubectl_squarepeg.plan.manifest import template_pod
 from kubectl_squarepeg.run import cleanup, create, interrupt, output, watch
 from kubectl_squarepeg.run.state import RunState, new_state
 from kubectl_squarepeg.terminal.console import Console
@@ -51,18 +53,32 @@ def dry_run_server(plan: Plan, connection: Connection, console: Console) -> int:
     try:
         manifest = create.manifest_bytes_of(plan)
         result = verbs.create_dry_run(connection.target, manifest)
+        commands = Commands(connection.target, connection.in_cluster)
         if not result.ok:
             from kubectl_squarepeg.cluster import capability
 
-            commands = Commands(connection.target, connection.in_cluster)
             raise (capability.dry_run_refusal(result.error_text)
                    or rejection(result, plan.kind, plan.name, commands, dry_run_server=True))
+        if plan.kind == "Job":
+            _dry_run_the_jobs_pod(plan, connection, commands)
         sys.stdout.flush()
         sys.stdout.buffer.write(result.stdout)
         sys.stdout.buffer.flush()
         return 0
     finally:
         kubectl.terminate_all()
+
+
+def _dry_run_the_jobs_pod(plan: Plan, connection: Connection, commands: Commands) -> None:
+    """The Job's pod, as its controller would create it, through the same dry run: refused
+    there, the Job's pod would be (its own dry run passes: decision 0300)."""
+    pod = template_pod(plan.manifest)
+    result = verbs.create_dry_run(connection.target, json.dumps(pod).encode("utf-8"))
+    if not result.ok:
+        refused = rejection(result, "Pod", pod["metadata"]["name"], commands,
+                            dry_run_server=True)
+        raise ClusterError(f"job/{plan.name} would be created, but its controller's pod would "
+                           f"be refused: {result.error_text}", refused.hint)
 
 
 def execute_phases(state: RunState) -> int:

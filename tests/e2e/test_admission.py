@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Finished, Squarepeg, wait_until
+from tests.e2e.conftest import Finished, Squarepeg, names, wait_until
 
 MODES = pytest.mark.parametrize("mode", ["pod", "job"])
 # The bound the issue sets; a run that waits for its --timeout (60 s here) cannot meet it.
@@ -114,3 +114,19 @@ def test_docker_flags_reach_a_restricted_namespace_with_files_in_and_out(
     assert (with_files.code, with_files.stdout) == (0, b"1000\nhello\n"), with_files.lines
     assert (tmp_path / "out" / "uid").read_text() == "1000\n"
 
+
+
+def test_dry_run_server_in_job_mode_checks_the_pod_the_job_would_make(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str
+) -> None:
+    make_quota(kubesim, namespace, "pods=0", "0")
+    done = squarepeg("run", "--dry-run-server", "--mode", "job", "alpine", "true")
+    assert (done.code, done.stdout) == (125, b""), done.lines
+    assert done.has_line("error:", "its controller's pod would be refused", "exceeded quota"), \
+        done.lines
+    assert not done.has_line("permission"), done.lines
+    assert names(kubesim, namespace) == []
+    # A pod the quota admits: the Job's YAML, as the API server would make it.
+    assert kubesim.kubectl("delete", "resourcequota", "compute", "-n", namespace).returncode == 0
+    wait_until(lambda: squarepeg("run", "--dry-run-server", "--mode", "job", "alpine",
+                                 "true").code == 0, 30, "the quota's deletion to show")

@@ -10,7 +10,7 @@ import pytest
 from kubectl_squarepeg.config import files as config
 from kubectl_squarepeg.errors import ConfigError
 from kubectl_squarepeg.plan import manifest
-from kubectl_squarepeg.plan.manifest import Plan
+from kubectl_squarepeg.plan.manifest import Plan, template_pod
 from tests.unit.test_options import options, usage_error
 
 RUN_ID = "0b7c2a52-6f1e-4c59-9d55-0d8c3a9e4b11"
@@ -734,3 +734,14 @@ def test_stop_signal_in_a_job() -> None:
     p = plan(stop_signal="SIGINT", mode="job")
     assert main_container(p)["lifecycle"] == {"stopSignal": "SIGINT"}
     assert p.manifest["spec"]["template"]["spec"]["os"] == {"name": "linux"}
+
+
+def test_the_pod_of_a_jobs_template_is_what_its_controller_would_make() -> None:
+    job = plan(mode="job", command=("true",), label=("team=a",)).manifest
+    pod = template_pod(job)
+    assert pod["kind"] == "Pod" and pod["apiVersion"] == "v1"
+    assert pod["metadata"] == {"name": "squarepeg-alpine-a1b2c3-dry-run",
+                               "namespace": "team-a",
+                               "labels": job["spec"]["template"]["metadata"]["labels"]}
+    assert pod["spec"] == job["spec"]["template"]["spec"]
+    assert pod["spec"] is not job["spec"]["template"]["spec"]
