@@ -81,3 +81,15 @@ def denied(text: str) -> tuple[str, str] | None:
         plural, slash, sub = resource.partition("/")
         resource = f"{plural}.{group}{slash}{sub}"
     return verb, resource
+
+
+_SERVER_WARNING = "Warning: "
+
+
+def server_warnings(stderr: bytes) -> list[str]:
+    """The warnings the API server sent with an answer (a `Warning` header, which kubectl
+    prints as `Warning: TEXT`: Pod Security's `warn` mode, a deprecated field, a policy's
+    warn action), each once, in order."""
+    lines = (line.strip() for line in stderr.decode("utf-8", "replace").splitlines())
+    return list(dict.fromkeys(line.removeprefix(_SERVER_WARNING) for line in lines
+                              if line.startswith(_SERVER_WARNING)))

@@ -20,7 +20,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from kubectl_squarepeg.cluster import kubectl, podstate, verbs
+from kubectl_squarepeg.cluster import complaints, kubectl, podstate, verbs
 from kubectl_squarepeg.cluster.refusals import (
     BEING_DELETED,
     refused_before_sending,
@@ -121,6 +121,8 @@ def _note_created(state: RunState, result: kubectl.Result) -> None:
     if not result.ok:
         return
     state.created = state.progress.created = True
+    for warning in complaints.server_warnings(result.stderr):
+        state.console.warn(f"the API server says: {warning}")
     try:
         state.uid = podstate.uid(json.loads(result.stdout)) or None
     except ValueError:

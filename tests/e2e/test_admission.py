@@ -130,3 +130,17 @@ def test_dry_run_server_in_job_mode_checks_the_pod_the_job_would_make(
     assert kubesim.kubectl("delete", "resourcequota", "compute", "-n", namespace).returncode == 0
     wait_until(lambda: squarepeg("run", "--dry-run-server", "--mode", "job", "alpine",
                                  "true").code == 0, 30, "the quota's deletion to show")
+
+
+@pytest.mark.localkube_only("kubesim has no Pod Security admission")
+@MODES
+def test_pod_security_warnings_are_shown_once_and_the_run_goes_on(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str, mode: str
+) -> None:
+    labelled = kubesim.kubectl("label", "namespace", namespace,
+                               "pod-security.kubernetes.io/warn=restricted")
+    assert labelled.returncode == 0, labelled.stderr
+    done = squarepeg("run", "--mode", mode, "alpine", "echo", "ran")
+    assert (done.code, done.stdout) == (0, b"ran\n"), done.lines
+    warned = [line for line in done.lines if "would violate PodSecurity" in line]
+    assert len(warned) == 1 and warned[0].startswith("squarepeg: warning: "), done.lines

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_squarepeg.cluster import kubectl
+from kubectl_squarepeg.cluster import complaints, kubectl
 from kubectl_squarepeg.cluster.complaints import (
     clean,
     credential_plugin_failed,
@@ -75,3 +75,15 @@ def test_a_plugins_complaint_said_twice_is_quoted_once_and_known_as_the_plugins(
     assert text.count("sso: down") == 1
     assert credential_plugin_failed(text)
     assert not credential_plugin_failed("The connection to the server 127.0.0.1:1 was refused")
+
+
+def test_server_warnings_are_each_said_once_without_kubectls_prefix() -> None:
+    stderr = (b'Warning: would violate PodSecurity "restricted:latest": runAsNonRoot != true\n'
+              b"I1203 15:30:01.123456   4242 round_trippers.go:1] GET ...\n"
+              b'Warning: would violate PodSecurity "restricted:latest": runAsNonRoot != true\n'
+              b"Warning: spec.foo is deprecated\n")
+    assert complaints.server_warnings(stderr) == [
+        'would violate PodSecurity "restricted:latest": runAsNonRoot != true',
+        "spec.foo is deprecated",
+    ]
+    assert complaints.server_warnings(b"") == []
