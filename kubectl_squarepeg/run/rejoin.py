@@ -10,8 +10,9 @@ found by run/detached.py's `find_runs`: the user's own, every name checked first
   stdin, as docker's attach says ("the input device is not a TTY"). Without `-t`, stdin
   (when the run has `-i`) goes to the container and its stdout to ours; Ctrl-C detaches
   (kubectl's own attach has no signal proxy). Detaching leaves the run running (`-d -i`
-  keeps its stdin open: plan/detached.py) and exits 0; the container's end ends the attach
-  with the container's exit code, as docker's.
+  keeps its stdin open: plan/detached.py) and exits 0; the end of our stdin ends nothing
+  (kubectl reads a pipe held open, `_held_open`); the container's end ends the attach with
+  the container's exit code, as docker's.
 - `port NAME [-p ...]` (docs/decisions/0231): the ports given, or those `run -d -p`
   recorded (plan/ports.py `recorded`), checked free (run/ports.py `reserve`) and forwarded
   by run/ports.py's `Forwarding`, restarted on a drop, until Ctrl-C (exit 0) or the
@@ -156,14 +157,47 @@ def _ended(pod_watch: watch.PodWatch, started: watch.Event) -> podstate.Outcome 
     return watch.wait_for_finish(pod_watch, started, stop=lambda: time.monotonic() > deadline)
 
 
+@contextlib.contextmanager
+def _held_open(stdin_fd: int | None) -> Iterator[int | None]:
+    """A pipe kubectl reads instead of `stdin_fd`, fed from it by a thread and held open
+    after its end: on a real node (containerd) the end of an attach's stdin ends the whole
+    attach, output included (seen on localkube's kubelet node), where docker's attach goes on
+    showing the output; the container's own stdin is not closed either way (stdinOnce
+    false). Closed when the attach is over."""
+    if stdin_fd is None:
+        yield None
+        return
+    import os
+
+    reading, writing = os.pipe()
+
+    def feed() -> None:
+        while True:
+            try:
+                data = os.read(stdin_fd, 65536)
+                if not data:
+                    return
+                os.write(writing, data)
+            except OSError:  # the attach is over and the pipe closed
+                return
+
+    threading.Thread(target=feed, name="attach-stdin", daemon=True).start()
+    try:
+        yield reading
+    finally:
+        for fd in (reading, writing):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
 def _attach_streams(
     target: kubectl.Target, pod: str, stdin_fd: int | None, console: Console
 ) -> tuple[bool, kubectl.Child]:
     """`kubectl attach [-i]`: stdin to the container, its stdout to ours. Whether the user
     detached (Ctrl-C), and the child."""
     sys.stdout.flush()
-    with _ended_by_signals() as stop:
-        child = verbs.attach_streams(target, pod, MAIN, stdin_fd=stdin_fd,
+    with _ended_by_signals() as stop, _held_open(stdin_fd) as fed:
+        child = verbs.attach_streams(target, pod, MAIN, stdin_fd=fed,
                                      stdout_fd=sys.stdout.fileno())
         while child.wait(SLICE_SECONDS) is None:
             if stop.is_set():
