@@ -220,7 +220,7 @@ def _complete_run_names(ctx: click.Context, param: click.Parameter, incomplete: 
 def ps(ctx: click.Context, /, **flags: Any) -> int:
     """Your runs in the namespace: NAME, IMAGE, COMMAND, CREATED, STATUS, MODE.
 
-    Without -a, the running and pending ones only."""
+    Without -a (or a status= filter), the running and pending ones only."""
     from kubectl_squarepeg.prepare import verbs
 
     return verbs.ps(flags, _environment())
@@ -276,8 +276,8 @@ def rm(ctx: click.Context, /, **flags: Any) -> int:
 @click.argument("name", shell_complete=_complete_run_names)
 @click.pass_context
 def attach(ctx: click.Context, /, **flags: Any) -> int:
-    """Attach local standard input, output, and error streams to a running run
-    (`run -d -i`, `run -dit`).
+    """Attach local standard input and output streams to a running run (`run -d -i`,
+    `run -dit`); its stderr is in `logs`.
 
     Ctrl-P Ctrl-Q detaches a terminal (-t), Ctrl-C a run without one; the run goes on."""
     from kubectl_squarepeg.prepare import verbs
