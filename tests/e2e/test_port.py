@@ -110,7 +110,13 @@ def test_port_on_a_cluster_without_port_forward_is_one_line(
     squarepeg: Squarepeg, kubesim: Any, namespace: str
 ) -> None:
     local = _free_port()
-    _run_d_server(squarepeg, "pnopf", f"{local}:80")
+    said = _run_d_server(squarepeg, "pnopf", f"{local}:80", "0.0.0.0::81")
+    assert (f"ports recorded, not forwarded (127.0.0.1:{local} -> 80/tcp, 0.0.0.0:0 -> "
+            "81/tcp): `kubectl squarepeg port pnopf` forwards them until Ctrl-C") in said
+    assert _ps_row(squarepeg, "pnopf")["Ports"] == (
+        f"127.0.0.1:{local}->80/tcp, 0.0.0.0:0->81/tcp")
+    table = squarepeg("ps").stdout.decode().splitlines()
+    assert "PORTS" in table[0].split() and f"127.0.0.1:{local}->80/tcp," in table[1]
     done = squarepeg("port", "pnopf", timeout=60)
     assert done.code == 125, done.stderr
     [error] = [line for line in done.lines if line.startswith("squarepeg: error:")]
