@@ -110,6 +110,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--localkube-release", default=None, metavar="MINOR",
                      help="the Kubernetes release of localkube (--cluster localkube): 1.34 "
                           "or 1.37 (default: $LOCALKUBE_RELEASE, else 1.34)")
+    parser.addoption("--cluster-tests-only", action="store_true",
+                     help="leave out the e2e tests that talk to no cluster (they asked for "
+                          "none of CLUSTER_FIXTURES and are not localkube_only): scripts/test's "
+                          "localkube phase, whose kubesim phase ran them already")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -260,10 +264,30 @@ def _quick(items: list[pytest.Item]) -> tuple[list[pytest.Item], list[pytest.Ite
     return kept, dropped
 
 
+# The fixtures through which an e2e test reaches a cluster. A test that asks for none of them
+# (the dry runs, the release and wheel builds against an unreachable kubeconfig) does the
+# same on every cluster, so a second phase on another cluster has nothing to add.
+CLUSTER_FIXTURES = frozenset({"kubesim", "kubesim_factory", "localkube_session"})
+
+
+def _talks_to_a_cluster(item: pytest.Item) -> bool:
+    return (_test_folder(item) != "e2e"
+            or bool(CLUSTER_FIXTURES & set(getattr(item, "fixturenames", ())))
+            or item.get_closest_marker("localkube_only") is not None)
+
+
+_CLUSTER_FREE_LEFT_OUT = pytest.StashKey[int]()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("--quick"):
         items[:], dropped = _quick(items)
         config.hook.pytest_deselected(items=dropped)
+    if config.getoption("--cluster-tests-only"):
+        left_out = [item for item in items if not _talks_to_a_cluster(item)]
+        items[:] = [item for item in items if _talks_to_a_cluster(item)]
+        config.hook.pytest_deselected(items=left_out)
+        config.stash[_CLUSTER_FREE_LEFT_OUT] = len(left_out)
     if os.environ.get("PYTEST_XDIST_WORKER"):  # every worker sorts alike: xdist checks
         rank = {name: i for i, name in enumerate(SLOW_FIRST)}
         items.sort(key=lambda item: rank.get(_test_file(item), len(rank)))
@@ -309,6 +333,11 @@ def pytest_testnodedown(node: Any, error: object) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    left_out = terminalreporter.config.stash.get(_CLUSTER_FREE_LEFT_OUT, 0)
+    if left_out:
+        terminalreporter.write_line(
+            f"--cluster-tests-only: {left_out} e2e tests that talk to no cluster were left out "
+            "(they ran in the kubesim phase)")
     counts = _property_cases()
     if counts:
         counted = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))

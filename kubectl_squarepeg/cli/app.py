@@ -299,6 +299,77 @@ def port(ctx: click.Context, /, **flags: Any) -> int:
     return verbs.port(flags, _environment(), _console(ctx))
 
 
+# --- exec, stop: inside a running run (run/onrun.py) --------------------------------------
+
+
+@cli.command(
+    "exec",
+    short_help="Execute a command in a running run's container (docker exec).",
+    context_settings={"allow_interspersed_args": False},
+)
+@click.option("-i", "--interactive", is_flag=True, help="Keep STDIN open even if not attached.")
+@click.option("-t", "--tty", is_flag=True, help="Allocate a pseudo-TTY (with -i, on a terminal).")
+@runflags.cluster_options
+@click.argument("name", shell_complete=_complete_run_names)
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="COMMAND...")
+@click.pass_context
+def exec_(ctx: click.Context, /, **flags: Any) -> int:
+    """Execute COMMAND in run NAME's container (`main`, never a sidecar), while it runs.
+
+    Its output is yours byte for byte, its exit code squarepeg's; 126 or 127 when the
+    command cannot be executed or is not found, as docker's."""
+    from kubectl_squarepeg.prepare import verbs
+
+    return verbs.exec_command(flags, _environment())
+
+
+@cli.command(short_help="Stop one or more running runs; they stay until rm (docker stop).")
+@click.option("-t", "--time", "seconds", metavar="SECONDS",
+              help="Seconds to wait before killing: the run's --stop-timeout (fixed at run).")
+@runflags.cluster_options
+@click.argument("names", nargs=-1, required=True, metavar="NAME...",
+                shell_complete=_complete_run_names)
+@click.pass_context
+def stop(ctx: click.Context, /, **flags: Any) -> int:
+    """Send SIGTERM to each run's container, and SIGKILL after its grace period; print
+    its name once it has ended. The run, its log and its exit code stay (`wait`, `ps -a`)
+    until `rm`."""
+    from kubectl_squarepeg.prepare import verbs
+
+    return verbs.stop(flags, _environment(), _console(ctx))
+def _complete_copy_side(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """A run's name as `NAME:` while the word has no `:` or `/` yet; else, or when no run's
+    name fits, local file names (the shell's own)."""
+    from click.shell_completion import CompletionItem
+
+    names = [] if ":" in incomplete or "/" in incomplete else [
+        CompletionItem(item.value + ":") for item in _complete_run_names(ctx, param, incomplete)
+    ]
+    return names or [CompletionItem(incomplete, type="file")]
+
+
+@cli.command(short_help="Copy files/folders between a run's container and the local filesystem "
+                        "(docker cp).")
+@runflags.cluster_options
+@click.argument("source", metavar="SRC", shell_complete=_complete_copy_side)
+@click.argument("dest", metavar="DEST", shell_complete=_complete_copy_side)
+@click.pass_context
+def cp(ctx: click.Context, /, **flags: Any) -> int:
+    """Copy files/folders between a run's container and the local filesystem.
+
+    \b
+      kubectl squarepeg cp NAME:SRC_PATH DEST_PATH|-
+      kubectl squarepeg cp SRC_PATH|- NAME:DEST_PATH
+
+    Use '-' as the source to read a tar archive from stdin and extract it to a directory
+    destination in the container. Use '-' as the destination to stream a tar archive of a
+    container source to stdout. A trailing '/.' on SRC_PATH copies a directory's content.
+    The run's container must be running and have sh and tar (docs/cp.md)."""
+    from kubectl_squarepeg.prepare import verbs
+
+    return verbs.cp(flags, _environment(), _console(ctx))
+
+
 # --- completion: completion.py's ---------------------------------------------------------
 
 

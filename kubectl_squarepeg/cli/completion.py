@@ -3,9 +3,9 @@
 Owns how a <TAB> is answered, and nothing else: candidates come from the click command tree
 in cli/app.py, so a subcommand, a flag or a `click.Choice` added there completes with no change
 here. The one candidate list that comes from the cluster is the user's run names
-(`run_name_items`, for `logs`, `wait` and `rm`): one `kubectl get pods,jobs` of the user's
-runs, bounded by RUN_NAMES_SECONDS. Imported only by the `completion` command and the
-helper, never by `run`, `--help` or `--version`.
+(`run_name_items`, for `logs`, `wait`, `rm`, `exec` and `stop`): one `kubectl get
+pods,jobs` of the user's runs, bounded by RUN_NAMES_SECONDS. Imported only by the
+`completion` command and the helper, never by `run`, `--help` or `--version`.
 
 How a <TAB> reaches this module:
 
@@ -46,6 +46,7 @@ DIRECT_PROGRAM = "kubectl-squarepeg"
 # cobra's ShellCompDirective bits, the only ones this module sends.
 DIRECTIVE_DEFAULT = 0  # nothing special: the shell may fall back to file names
 DIRECTIVE_ERROR = 1  # completion failed: the shell offers nothing
+DIRECTIVE_NO_SPACE = 2  # no space after the candidate (`cp`'s `NAME:`, a path follows)
 DIRECTIVE_NO_FILE_COMP = 4  # no file names when there is no candidate
 DIRECTIVE_FILTER_DIRS = 16  # offer directory names only
 
@@ -99,7 +100,9 @@ def complete_words(cli: click.Command, words: Sequence[str]) -> Completions:
         return Completions((), DIRECTIVE_DEFAULT)
     candidates = tuple(_candidate(item) for item in items if item.type == "plain")
     if candidates:
-        return Completions(candidates, DIRECTIVE_NO_FILE_COMP)
+        glued = all(c.value.endswith(":") for c in candidates)  # cp's NAME:, a path follows
+        return Completions(candidates,
+                           DIRECTIVE_NO_FILE_COMP | (DIRECTIVE_NO_SPACE if glued else 0))
     # click offers values only for a click.Choice; options here spell their legal values
     # in the metavar instead (`--mode pod|job`), and name local files with FILE.
     option, value_prefix = _value_being_typed(position, incomplete)
@@ -123,9 +126,9 @@ RUN_NAMES_SECONDS = 5.0
 def run_name_items(
     ctx: click.Context, incomplete: str, connect: Callable[[], tuple[Any, str]]
 ) -> list[CompletionItem[str]]:
-    """The user's run names that start with `incomplete`, for `logs`, `wait` and `rm` (the
-    commands' NAME arguments call this through click's `shell_complete`); none when the
-    cluster cannot be asked (a <TAB> never prints an error)."""
+    """The user's run names that start with `incomplete`, for `logs`, `wait`, `rm`, `exec`
+    and `stop` (the commands' NAME arguments call this through click's `shell_complete`);
+    none when the cluster cannot be asked (a <TAB> never prints an error)."""
     try:
         from kubectl_squarepeg.run.detached import run_names
 

@@ -403,6 +403,7 @@ def start(
     on_stdout: Callable[[bytes], None] | None = None,
     out_bufsize: int = 65536,
     namespaced: bool = True,
+    stderr_fd: int | None = None,
 ) -> Child:
     """Start `kubectl [target args] ARGS` in the background, in its own session.
 
@@ -410,7 +411,8 @@ def start(
     arrived) is handed to it as bytes on a reader thread, so it must lock shared state, and
     nothing is kept; otherwise sh keeps it for `collect`. `stdin` as an int is a file
     descriptor the child reads itself (squarepeg's own stdin, for an attach); `stdout_fd`
-    likewise gives the child a descriptor of ours as its stdout, read by no thread here.
+    likewise gives the child a descriptor of ours as its stdout, read by no thread here,
+    and `stderr_fd` as its stderr (then `Child.stderr` is empty).
     """
     argv = (*(target.global_args(namespaced=namespaced) if target else []), *args)
     sink = _ByteSink(on_stdout) if on_stdout is not None else None
@@ -431,6 +433,8 @@ def start(
         options["_out"] = stdout_fd
     else:
         options["_out_bufsize"] = 65536  # read at the end: big reads, no line splitting
+    if stderr_fd is not None:
+        options["_err"] = stderr_fd
     options["_preexec_fn"] = _child_hook()
     try:
         with _stop_signals_blocked():

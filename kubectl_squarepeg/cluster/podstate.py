@@ -8,8 +8,9 @@ terminated on its own (evicted by the kubelet or through the Eviction API, preem
 deleted, node lost: the DisruptionTarget condition names which), which are squarepeg's 125
 rather than a code the container chose. Also the timestamps the orphan sweep judges age by.
 
-Does no I/O and imports nothing of the package: every function takes the dicts kubectl
-printed and returns plain values.
+Does no I/O and imports nothing of the package but names (errors.py's codes, plan/labels.py's
+annotation): every function takes the dicts kubectl printed and returns plain values. A pod
+that `stop` stopped (decision 0370) has the container's own code, not the deadline's 124.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from kubectl_squarepeg.errors import DEADLINE_EXCEEDED
+from kubectl_squarepeg.plan.labels import STOPPED_AT_ANNOTATION
 
 MAIN = "main"
 RUNNER_FAILED = 125
@@ -291,7 +293,7 @@ def outcome(pod: Mapping[str, Any], container: str = MAIN) -> Outcome:
     if status.get("reason") == "Evicted":
         detail = str(status.get("message") or "evicted by the kubelet")
         return Outcome(RUNNER_FAILED, f"pod {pod_name} was evicted: {detail}", False)
-    if status.get("reason") == DEADLINE_REASON:
+    if status.get("reason") == DEADLINE_REASON and not stopped(pod):
         return deadline_outcome(pod_name, pod)
     if is_deleting(pod):
         # Outcomes are read before squarepeg's own delete: someone else deleted it, and a
@@ -331,6 +333,12 @@ def outcome(pod: Mapping[str, Any], container: str = MAIN) -> Outcome:
     if reason == "OOMKilled":
         return Outcome(code, oom_message(pod_name, container, code))
     return Outcome(code)
+
+
+def stopped(pod: Mapping[str, Any]) -> bool:
+    """Whether `kubectl squarepeg stop` stopped the pod (its deadline was the user's)."""
+    annotations = _map(_map(pod.get("metadata")).get("annotations"))
+    return bool(annotations.get(STOPPED_AT_ANNOTATION))
 
 
 def deadline_outcome(pod_name: str, pod: Mapping[str, Any]) -> Outcome:

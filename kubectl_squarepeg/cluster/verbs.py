@@ -285,6 +285,38 @@ def exec_writing(
     )
 
 
+def exec_in(
+    target: Target,
+    pod: str,
+    container: str,
+    command: Sequence[str],
+    *,
+    stdin_fd: int | None,
+    tty: bool,
+    stdout_fd: int,
+    stderr_fd: int,
+) -> kubectl.Child:
+    """`kubectl exec [-i] [-t] POD -c CONTAINER -- COMMAND` (squarepeg's `exec`): it reads
+    `stdin_fd` itself (none: no -i), writes the command's output to `stdout_fd` and its
+    stderr, and its own messages, to `stderr_fd`. With `tty` (and a terminal as `stdin_fd`
+    and `stdout_fd`) it sends the terminal's size, again on each SIGWINCH it is given."""
+    flags = (["-i"] if stdin_fd is not None else []) + (["-t"] if tty else [])
+    return kubectl.start(
+        ["exec", *flags, pod, "-c", container, "--", *command],
+        target,
+        stdin=stdin_fd if stdin_fd is not None else b"",
+        stdout_fd=stdout_fd,
+        stderr_fd=stderr_fd,
+    )
+
+
+def set_active_deadline(target: Target, pod: str, seconds: int) -> kubectl.Result:
+    """`kubectl patch pod POD` setting spec.activeDeadlineSeconds (`stop`): one of the few
+    fields a running pod's spec lets change (set, or lowered)."""
+    patch = json.dumps({"spec": {"activeDeadlineSeconds": seconds}})
+    return kubectl.run(["patch", "pod", pod, "--type=merge", "-p", patch], target)
+
+
 # --- -p: port-forward ------------------------------------------------------------------
 
 

@@ -30,3 +30,7 @@ ALIVE_AT_ANNOTATION: Final = "squarepeg.io/alive-at"
 # An annotation on a `run -d -p` Pod or Job: its -p, as `kubectl squarepeg port NAME`
 # forwards them and `ps` shows them (plan/ports.py `recorded`; decision 0231).
 PORTS_ANNOTATION: Final = "squarepeg.io/ports"
+# Set by `kubectl squarepeg stop` before it lowers the pod's activeDeadlineSeconds (UTC, RFC
+# 3339): the DeadlineExceeded that follows was the user's stop, and the run's exit code is
+# the container's own (143, 137 or a trap's), not 124 (decision 0370).
+STOPPED_AT_ANNOTATION: Final = "squarepeg.io/stopped-at"

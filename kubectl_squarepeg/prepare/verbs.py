@@ -1,12 +1,11 @@
-"""The verbs on the user's runs (`sweep`, `ps`, `logs`, `wait`, `rm`, `attach`, `port`) from
-their flags to
-their exit code: each the one call its command makes.
+"""The verbs on the user's runs (`sweep`, `ps`, `logs`, `wait`, `rm`, `exec`, `stop`, `cp`,
+`attach`, `port`) from their flags to their exit code: each the one call its command makes.
 
 Owns what a verb needs before it acts: the connection that -n, --context, --kubeconfig,
 --as and the config files given with --config name (`user_connection`), the user's
 created-by value, the names checked (plan/detached.py `check_run_name`), --format, --since,
 --tail, `ps --filter` (plan/psfilter.py) and `port -p` (plan/ports.py) read; then the
-hand-over to run/sweep.py, run/detached.py or run/rejoin.py.
+hand-over to run/sweep.py, run/detached.py, run/onrun.py or run/rejoin.py.
 """
 
 from __future__ import annotations
@@ -192,3 +191,52 @@ def port(flags: Mapping[str, Any], env: Environment, console: Console) -> int:
 
     connection, created_by = verb_connection(flags, env)
     return rejoin.port(connection, created_by, name, published, console=console)
+
+
+def exec_command(flags: Mapping[str, Any], env: Environment) -> int:
+    """`exec [-i] [-t] NAME CMD...`."""
+    name = _run_names([flags["name"]])[0]
+    interactive, tty = bool(flags["interactive"]), bool(flags["tty"])
+    if tty and not interactive:
+        raise UsageError(
+            "exec -t without -i: the terminal would not reach the command",
+            "use -it for an interactive terminal, or neither",
+        )
+    if tty and not env.stdin_is_tty:
+        raise UsageError("exec -t: the input device is not a TTY", "drop -t when stdin is a pipe")
+    from kubectl_squarepeg.run import onrun
+
+    connection, created_by = verb_connection(flags, env)
+    return onrun.exec_command(
+        connection, created_by, name, flags["command"], interactive=interactive, tty=tty
+    )
+
+
+def stop(flags: Mapping[str, Any], env: Environment, console: Console) -> int:
+    """`stop [-t SECONDS] NAME...`."""
+    names = _run_names(flags["names"])
+    seconds = None
+    if flags["seconds"] is not None:
+        text = str(flags["seconds"]).strip()
+        if not text.isascii() or not text.isdigit() or len(text) > 9:
+            raise UsageError(
+                f"invalid value {flags['seconds']!r} for -t/--time", "give a number of seconds"
+            )
+        seconds = int(text)
+    from kubectl_squarepeg.run import onrun
+
+    connection, created_by = verb_connection(flags, env)
+    return onrun.stop(connection, created_by, names, timeout=seconds, console=console)
+def cp(flags: Mapping[str, Any], env: Environment, console: Console) -> int:
+    """`cp NAME:PATH DEST` and `cp SRC NAME:PATH` (`-` for a tar on stdout or stdin)."""
+    from kubectl_squarepeg.plan.copying import parse_copy
+
+    plan = parse_copy(flags["source"], flags["dest"])
+    if env.cwd is None and not plan.streamed:
+        raise UsageError("cp: the working directory was deleted", "cd somewhere that exists")
+    cwd = str(env.cwd) if env.cwd is not None else "/"
+    home = env.environ.get("HOME") or "/"
+    from kubectl_squarepeg.run import copy
+
+    connection, created_by = verb_connection(flags, env)
+    return copy.cp(connection, created_by, plan, cwd=cwd, home=home, console=console)

@@ -144,7 +144,7 @@ class FileTransfer:
         finally:
             os.close(read_fd)
         sent = Sent()
-        writer = _PipeWriter(write_fd, self.checked, sent)
+        writer = PipeWriter(write_fd, self.checked, sent)
         writer.start()
         began = time.monotonic()
         total = self.checked.total_bytes
@@ -227,7 +227,7 @@ class FileTransfer:
             )
 
 
-class _PipeWriter:
+class PipeWriter:
     """The tar stream written into the exec's stdin on a thread of its own; a reader that
     went away (the exec ended) ends it quietly, any other failure is kept for the caller."""
 

@@ -10,6 +10,9 @@ is raw from the session's start (kubectl, which reads it itself, would make it r
 once started), so a typed Ctrl-C is a byte for the container, not a SIGINT for squarepeg; a
 SIGTERM still reaches squarepeg's two-stage handler.
 
+`exec -it` needs less (`DirectSession`): kubectl reads and writes the terminal itself, with
+no log to splice in; the raw mode and SIGWINCH's relay are the same.
+
 For `attach` (run/rejoin.py) the session also owns the input: kubectl reads the relay
 too, and an input thread copies the terminal to it, watching for docker's detach keys
 (Ctrl-P Ctrl-Q, docs/decisions/0391): seen, they end the attach and the container runs on;
@@ -227,3 +230,39 @@ def detach_scan(held: bytes, data: bytes) -> tuple[bytes, bytes, bool]:
     if passed[-1:] == bytes([CTRL_P]):
         return bytes(passed[:-1]), bytes([CTRL_P]), False
     return bytes(passed), b"", False
+
+
+class DirectSession:
+    """`exec -it`: kubectl reads and writes the terminal `fd` itself (no log to splice in);
+    here the terminal is made raw for the session's length (a typed Ctrl-C is a byte for the
+    command, which its terminal on the node turns into SIGINT) and SIGWINCH is passed on to
+    kubectl, in a session of its own where the terminal's signals do not reach it, which
+    then sends the new size. `close` restores both, once, on every exit path."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._saved = termios.tcgetattr(fd)
+        self.child: _Child | None = None
+        self._previous_winch: Any = None
+        self._closed = False
+        tty.setraw(fd, termios.TCSANOW)
+        if threading.current_thread() is threading.main_thread():
+            self._previous_winch = signal.signal(signal.SIGWINCH, self._on_winch)
+
+    def _on_winch(self, signum: int, frame: Any) -> None:
+        child = self.child
+        if child is not None and child.is_alive():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(child.pid, signal.SIGWINCH)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.child is not None and self.child.is_alive():
+            self.child.terminate()  # first, so its own restore cannot undo ours
+        with contextlib.suppress(termios.error, OSError):
+            termios.tcsetattr(self._fd, termios.TCSADRAIN, self._saved)
+        if self._previous_winch is not None:
+            with contextlib.suppress(ValueError, TypeError):
+                signal.signal(signal.SIGWINCH, self._previous_winch)

@@ -29,6 +29,10 @@ from tests.helpers import wait_until
 # The TTL controller deletes a Job with ttlSecondsAfterFinished 0 at once; kubesim's in
 # well under a second, a real controller-manager within seconds. The bound the README states.
 DETACHED_RM_BOUND_SECONDS = 30
+# Runs of `sleep` as PID 1, which has no SIGTERM handler: removed with the default grace
+# they would hold each test for its 30 s (docs/ci-time.md); what these tests assert is not
+# the grace.
+SHORT_GRACE = ("--stop-timeout", "1")
 LINES = 400
 CHATTY = (
     f'i=0; while [ $i -lt {LINES} ]; do printf "line %05d \\033[1mbold\\033[0m 50%%\\r100%%\\n" '
@@ -129,7 +133,8 @@ def test_another_runs_sweep_leaves_a_running_detached_run_alone(
         squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path) -> None:
     config = tmp_path / "sweep-now.yaml"
     config.write_text("orphan_sweep_min_age: 0\n")
-    assert squarepeg("run", "-d", "--name", "det-up", "alpine", "sleep", "300").code == 0
+    assert squarepeg("run", "-d", "--name", "det-up", *SHORT_GRACE, "alpine", "sleep",
+                     "300").code == 0
     ran = squarepeg("run", "--config", str(config), "alpine", "true")
     assert ran.code == 0, ran.stderr
     assert not any("orphan sweep: deleted" in line for line in ran.lines), ran.stderr
@@ -145,7 +150,8 @@ def test_no_sweep_takes_a_detached_run(squarepeg: Squarepeg, kubesim: Any, names
     skip_where_the_kubelet_owns_pod_status(kubesim)
     config = tmp_path / "sweep-now.yaml"
     config.write_text("orphan_sweep_min_age: 0\n")
-    assert squarepeg("run", "-d", "--name", "det-long", "alpine", "sleep", "300").code == 0
+    assert squarepeg("run", "-d", "--name", "det-long", *SHORT_GRACE, "alpine", "sleep",
+                     "300").code == 0
     assert squarepeg("run", "-d", "--name", "det-done", "alpine", "true").code == 0
     assert squarepeg("wait", "det-done").stdout == b"0\n"
     # A finished run of the same user that is not detached, as a killed `run` leaves it.
@@ -194,10 +200,10 @@ def test_bad_names_are_one_line_and_125(squarepeg: Squarepeg, kubesim: Any,
     decided before asking the cluster)."""
     assert kubesim.kubectl("run", "not-ours", "-n", namespace, "--image", "alpine",
                            "--restart", "Never", "--", "sleep", "60").returncode == 0
-    theirs = squarepeg("run", "-d", "--name", "theirs", "alpine", "sleep", "60",
+    theirs = squarepeg("run", "-d", "--name", "theirs", *SHORT_GRACE, "alpine", "sleep", "60",
                        env={"USER": "someone-else", "LOGNAME": "someone-else"})
     assert theirs.code == 0, theirs.stderr
-    assert squarepeg("run", "-d", "--name", "mine", "alpine", "sleep", "60").code == 0
+    assert squarepeg("run", "-d", "--name", "mine", *SHORT_GRACE, "alpine", "sleep", "60").code == 0
     cases = [
         (("logs", "not-ours"), "no squarepeg run named not-ours"),
         (("wait", "no-such-run"), "no squarepeg run named no-such-run"),
@@ -214,14 +220,16 @@ def test_bad_names_are_one_line_and_125(squarepeg: Squarepeg, kubesim: Any,
     assert squarepeg("rm", "-f", "mine").stdout == b"mine\n"
     assert squarepeg("rm", "-f", "theirs", env={"USER": "someone-else",
                                                  "LOGNAME": "someone-else"}).code == 0
-    kubesim.kubectl("delete", "pod", "not-ours", "-n", namespace, "--wait=false")
+    kubesim.kubectl("delete", "pod", "not-ours", "-n", namespace, "--wait=false",
+                    "--grace-period=1")
     wait_until(lambda: names(kubesim, namespace) == [], 60, "every pod to be gone")
 
 
 def test_run_names_complete_for_logs_wait_and_rm(squarepeg: Squarepeg, kubesim: Any,
                                                  namespace: str) -> None:
-    assert squarepeg("run", "-d", "--name", "det-complete", "alpine", "sleep", "60").code == 0
-    theirs = squarepeg("run", "-d", "--name", "det-theirs", "alpine", "sleep", "60",
+    assert squarepeg("run", "-d", "--name", "det-complete", *SHORT_GRACE, "alpine", "sleep",
+                     "60").code == 0
+    theirs = squarepeg("run", "-d", "--name", "det-theirs", *SHORT_GRACE, "alpine", "sleep", "60",
                        env={"USER": "someone-else", "LOGNAME": "someone-else"})
     assert theirs.code == 0, theirs.stderr
     for verb in ("logs", "wait", "rm"):

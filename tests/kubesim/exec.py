@@ -1,6 +1,9 @@
-"""The `pods/exec` subresource: `kubectl exec [-i] POD -c C -- CMD...` over WebSocket
+"""The `pods/exec` subresource: `kubectl exec [-i] [-t] POD -c C -- CMD...` over WebSocket
 (v5.channel.k8s.io, then v4), enough for squarepeg's file upload and copy-back (a `tar` fed
-on stdin, a `tar` read from stdout) into a running container, init containers included.
+on stdin, a `tar` read from stdout) into a running container, init containers included,
+and for `kubectl squarepeg exec`: with `tty=true` the command runs on a pty of its own
+(ttys.py: its controlling terminal, resized by the resize channel), and a command that
+cannot be started (`FailedExec`) is answered as the node answers it.
 
 What is served, as the apiserver and kubelet answer (recorded from kubectl 1.32 against the
 real kube-apiserver 1.34 on localkube's kubelet node):
@@ -29,7 +32,7 @@ import subprocess
 import threading
 from typing import TYPE_CHECKING, Any
 
-from tests.kubesim import apierrors, attach, mountns, websocket
+from tests.kubesim import apierrors, attach, mountns, ttys, websocket
 from tests.kubesim.admission import authorize
 from tests.kubesim.process import STDERR, STDOUT, OutputListener, ProcessRegistry
 from tests.kubesim.transport import Reply, Request, Upgrade
@@ -91,11 +94,13 @@ def handle(sim: KubeSim, req: Request, route: Route) -> Reply | Upgrade:
     pod_dir = os.path.dirname(kubelet.scratch_dir_of(route.namespace or "", route.name or "",
                                                      pod["metadata"].get("uid"), name))
     cwd = os.path.join(pod_dir, name)
+    argv = mountns.wrap(pod, containers[name], pod_dir, list(command), cwd)
+    process: ExecProcess | FailedExec
     try:
-        argv = mountns.wrap(pod, containers[name], pod_dir, list(command), cwd)
-        process = ExecProcess(argv, cwd, kubelet.registry, stdin=attach._flag(req, "stdin"))
+        process = ExecProcess(argv, cwd, kubelet.registry, stdin=attach._flag(req, "stdin"),
+                              tty=attach._flag(req, "tty"))
     except OSError as exc:
-        return Reply(500, f"exec failed: {exc}".encode(), "text/plain; charset=utf-8")
+        process = FailedExec(str(command[0]), exc)
     session = attach.Session(process, protocol, stdin=attach._flag(req, "stdin"),  # type: ignore[arg-type]
                              stdout=attach._flag(req, "stdout"),
                              stderr=attach._flag(req, "stderr"),
@@ -109,18 +114,34 @@ class ExecProcess:
     """One exec'd command: a process group of its own, its output sent to the one session
     from the moment it attaches (so nothing is lost), its exit code for the final Status."""
 
-    tty = False
     stdin_once = True
 
     def __init__(self, argv: list[str], cwd: str, registry: ProcessRegistry, *,
-                 stdin: bool) -> None:
+                 stdin: bool, tty: bool = False) -> None:
         self.stdin_enabled = stdin
+        self.tty = tty
         self._registry = registry
         env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"), "HOME": "/root"}
-        self._popen = subprocess.Popen(
-            argv, env=env, cwd=cwd, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-            close_fds=True)
+        self._pty: ttys.Pty | None = None
+        if tty:
+            # `exec -t`: the command's session has the pty as its controlling terminal, as
+            # runc's exec console is: a typed Ctrl-C is its SIGINT, a resize its SIGWINCH.
+            env["TERM"] = "xterm"
+            self._pty = terminal = ttys.Pty()
+            try:
+                self._popen = subprocess.Popen(
+                    argv, env=env, cwd=cwd, stdin=terminal.slave, stdout=terminal.slave,
+                    stderr=terminal.slave, start_new_session=True, close_fds=True,
+                    preexec_fn=ttys.make_controlling_terminal)
+            except OSError:
+                terminal.close()
+                raise
+            terminal.close_slave()
+        else:
+            self._popen = subprocess.Popen(
+                argv, env=env, cwd=cwd, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                close_fds=True)
         self.pid = self._popen.pid
         registry.add(self)  # type: ignore[arg-type]
         self._listener: OutputListener | None = None
@@ -129,23 +150,34 @@ class ExecProcess:
 
     def attach(self, listener: OutputListener) -> bool:
         self._listener = listener
-        readers = [threading.Thread(target=self._pump, args=(pipe, stream), daemon=True)
-                   for pipe, stream in ((self._popen.stdout, STDOUT),
-                                        (self._popen.stderr, STDERR))]
+        if self._pty is not None:
+            readers = [threading.Thread(target=self._pump_pty, args=(self._pty.master,),
+                                        daemon=True)]
+        else:
+            readers = [threading.Thread(target=self._pump, args=(pipe.fileno(), stream),
+                                        daemon=True)
+                       for pipe, stream in ((self._popen.stdout, STDOUT),
+                                            (self._popen.stderr, STDERR))]
         for reader in readers:
             reader.start()
         threading.Thread(target=self._wait, args=(readers, listener), daemon=True).start()
         return True
 
-    def _pump(self, pipe: Any, stream: int) -> None:
-        while data := os.read(pipe.fileno(), READ_BYTES):
+    def _pump(self, fd: int, stream: int) -> None:
+        while data := os.read(fd, READ_BYTES):
             if self._listener is not None:
                 self._listener.output(stream, data)
+
+    def _pump_pty(self, fd: int) -> None:
+        with contextlib.suppress(OSError):  # EIO: the terminal's last holder has exited
+            self._pump(fd, STDOUT)
 
     def _wait(self, readers: list[threading.Thread], listener: OutputListener) -> None:
         self.exit_code = self._popen.wait()
         for reader in readers:
             reader.join(5.0)
+        if self._pty is not None:
+            self._pty.close()
         self._registry.discard(self)  # type: ignore[arg-type]
         listener.ended()
 
@@ -155,6 +187,12 @@ class ExecProcess:
             self.kill(signal.SIGKILL)
 
     def write_stdin(self, data: bytes) -> bool:
+        if self._pty is not None:
+            try:
+                os.write(self._pty.master, data)
+            except OSError:
+                return False
+            return True
         with self._stdin_lock:
             stdin = self._popen.stdin
             if stdin is None or stdin.closed:
@@ -167,12 +205,16 @@ class ExecProcess:
         return True
 
     def close_stdin(self) -> None:
+        if self._pty is not None:
+            self._pty.end_of_input()
+            return
         with self._stdin_lock, contextlib.suppress(OSError):
             if self._popen.stdin is not None:
                 self._popen.stdin.close()
 
     def resize(self, rows: int, columns: int) -> None:
-        pass
+        if self._pty is not None:
+            self._pty.resize(rows, columns)
 
     def kill(self, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -189,4 +231,50 @@ class ExecProcess:
                        f"[{' '.join(command)}], exit code {code}",
             "reason": "NonZeroExitCode",
             "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]},
+        }).encode()
+
+
+class FailedExec:
+    """A command the runtime could not start (not found, not executable): on the node the
+    session still opens, then ends at once with the kubelet's InternalError, which kubectl
+    prints as `error: Internal error occurred: ...` and exits 1 (recorded on localkube's
+    containerd 2.2 and runc 1.4; docker says 127 and 126 for the same two)."""
+
+    tty = False
+    stdin_enabled = False
+    stdin_once = True
+
+    def __init__(self, command: str, error: OSError) -> None:
+        why = ("permission denied" if isinstance(error, PermissionError)
+               else "executable file not found in $PATH")
+        self.message = (
+            "Internal error occurred: error executing command in container: failed to exec "
+            f'in container: failed to start exec "{os.urandom(32).hex()}": OCI runtime exec '
+            "failed: exec failed: unable to start container process: exec: "
+            f'"{command}": {why}')
+
+    def attach(self, listener: OutputListener) -> bool:
+        return False  # the session ends at once
+
+    def detach(self, listener: OutputListener) -> None:
+        pass
+
+    def write_stdin(self, data: bytes) -> bool:
+        return False
+
+    def close_stdin(self) -> None:
+        pass
+
+    def resize(self, rows: int, columns: int) -> None:
+        pass
+
+    def kill(self, sig: int) -> None:
+        pass
+
+    def status(self, command: list[str]) -> bytes:
+        return json.dumps({
+            "metadata": {}, "status": "Failure",
+            "message": f"Internal error occurred: {self.message}",
+            "reason": "InternalError", "details": {"causes": [{"message": self.message}]},
+            "code": 500,
         }).encode()

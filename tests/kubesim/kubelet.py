@@ -15,9 +15,10 @@ Owns the pod-level life on a node; one `PodWorker` (a thread) per pod, one `Cont
   `deletionGracePeriodSeconds` (else the pod's terminationGracePeriodSeconds, else 30),
   SIGKILLs what is left, writes the final status (phase Failed, or Succeeded if every
   container exited 0) and deletes the pod from the Store.
-- Active deadline (`activeDeadlineSeconds`, counted from the pod's start): phase Failed,
-  reason DeadlineExceeded and the kubelet's message at once, a Warning event, then the
-  containers stopped as for a deletion (SIGTERM, the pod's grace period, SIGKILL).
+- Active deadline (`activeDeadlineSeconds`, counted from the pod's start; set or lowered on a
+  running pod too, as `stop` does): reason DeadlineExceeded and the kubelet's message at
+  once, a Warning event, the containers stopped as for a deletion (SIGTERM, the pod's grace
+  period, SIGKILL), then phase Failed (the real kubelet's phase stays Running until then).
 - A pod deleted from the Store directly is forgotten: its processes are SIGKILLed, its logs
   and scratch directories removed.
 - Eviction (the node-pressure fault): processes SIGKILLed, phase Failed, reason Evicted,
@@ -147,6 +148,7 @@ class Kubelet:
                     return
                 self._workers[key] = worker
             worker.start()
+        worker.spec_changed(pod.get("spec") or {})
         if meta.get("deletionTimestamp"):
             grace = meta.get("deletionGracePeriodSeconds")
             if grace is None:
@@ -443,7 +445,7 @@ class PodWorker:
                     self.runners.extend(regular)
                 for runner in regular:
                     runner.start()
-                if not self._wait_for(regular, self._active_deadline()):
+                if not self._wait_for(regular, self._active_deadline):
                     self._pass_deadline(regular)
             self._stop_sidecars()
             self._write()
@@ -460,15 +462,32 @@ class PodWorker:
         seconds = self.spec.get("activeDeadlineSeconds")
         return None if seconds is None else self._started_at + float(seconds)
 
+    def spec_changed(self, spec: Obj) -> None:
+        """A pod update: of what the API server lets change on a running pod, the kubelet
+        here honours `activeDeadlineSeconds` (set, or shortened: squarepeg's `stop`)."""
+        seconds = spec.get("activeDeadlineSeconds")
+        with self._lock:
+            if seconds == self.spec.get("activeDeadlineSeconds"):
+                return
+            self.spec["activeDeadlineSeconds"] = seconds
+        with self._finished:
+            self._finished.notify_all()
+
     def _pass_deadline(self, runners: list[ContainerRunner]) -> None:
-        """The kubelet's active deadline: the pod Failed with reason DeadlineExceeded at
-        once, its containers stopped with its grace period."""
+        """The kubelet's active deadline: its containers stopped with the pod's grace
+        period, then the pod Failed with reason DeadlineExceeded. The real kubelet (1.34,
+        seen on localkube) reports the phase Running through the grace period and Failed
+        only with the containers' ends; the reason is written here at once, without a
+        phase, so that no container's end is ever seen without it."""
         message = "Pod was active on the node longer than the specified deadline"
 
-        def change(status: Obj) -> None:
+        def reason(status: Obj) -> None:
+            status.update(reason="DeadlineExceeded", message=message)
+
+        def failed(status: Obj) -> None:
             status.update(phase="Failed", reason="DeadlineExceeded", message=message)
 
-        self._write(change)
+        self._write(reason)
         self.event("Warning", "DeadlineExceeded", message)
         self.stopping.set()
         grace = float(self.spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS))
@@ -478,12 +497,16 @@ class PodWorker:
             for runner in runners:
                 runner.kill(signal.SIGKILL)
             self._wait_for(runners, time.monotonic() + 5.0)
+        self._write(failed)
 
-    def _wait_for(self, runners: list[ContainerRunner], deadline: float | None = None) -> bool:
-        """Wait until every runner is done (or the deadline passes); True if all are."""
+    def _wait_for(self, runners: list[ContainerRunner],
+                  deadline: float | Callable[[], float | None] | None = None) -> bool:
+        """Wait until every runner is done (or the deadline passes); True if all are. A
+        callable deadline is asked again at every wake-up (a pod update may move it)."""
         with self._finished:
             while not all(r.done.is_set() for r in runners):
-                timeout = None if deadline is None else deadline - time.monotonic()
+                until = deadline() if callable(deadline) else deadline
+                timeout = None if until is None else until - time.monotonic()
                 if timeout is not None and timeout <= 0:
                     return False
                 self._finished.wait(timeout if timeout is not None else 1.0)

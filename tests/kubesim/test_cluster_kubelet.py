@@ -454,3 +454,20 @@ def test_watches_dropped_by_the_fault_are_resumed(sim: Sim) -> None:
     sim.run("p", "sh", "-c", "echo after the drop")
     sim.wait_phase("p", "Succeeded", seconds=5)
     assert sim.logs("p") == b"after the drop\n"
+
+
+def test_a_deadline_lowered_on_a_running_pod_stops_it_and_keeps_its_log(sim: Sim) -> None:
+    # squarepeg's `stop` (decision 0370), as the real kubelet answered it on localkube: the
+    # trap runs at once, its code is the container's, the phase is Failed/DeadlineExceeded
+    # only with the container's end, and the log stays.
+    sim.run("p", "sh", "-c", "trap 'echo got TERM; exit 7' TERM; echo ready; "
+            "while :; do sleep 0.1; done")
+    wait_until(lambda: b"ready" in sim.logs("p"), 5, "the handler to be in place")
+    assert sim.pod("p")["status"]["phase"] == "Running"
+    sim.store.update("pods", "default", "p",
+                     lambda o: o["spec"].update(activeDeadlineSeconds=1))
+    sim.wait_phase("p", "Failed", seconds=5)
+    final = sim.pod("p")
+    assert final["status"]["reason"] == "DeadlineExceeded"
+    assert final["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 7
+    assert sim.logs("p") == b"ready\ngot TERM\n"

@@ -308,3 +308,17 @@ def test_the_deletion_deadline_and_the_grace_period_are_read_from_the_object() -
     assert deadline is not None and deadline.isoformat() == "2026-12-04T16:45:12+00:00"
     assert podstate.grace_period(p) == 30
     assert podstate.deletion_deadline({}) is None and podstate.grace_period({}) is None
+
+
+@pytest.mark.parametrize("code", [7, 143, 137])
+def test_a_pod_stopped_by_stop_has_its_containers_own_code(code: int) -> None:
+    # `stop` (decision 0370) annotates the pod, then lowers its deadline: the real kubelet
+    # then reports Failed/DeadlineExceeded with the container's own end (a trap's 7, 137).
+    p = pod(terminated(code=code, reason="Error"), phase="Failed", reason="DeadlineExceeded",
+            message="Pod was active on the node longer than the specified deadline")
+    p["spec"] = {"activeDeadlineSeconds": 1}
+    assert podstate.outcome(p).exit_code == 124
+    p["metadata"]["annotations"] = {"squarepeg.io/stopped-at": "2026-12-07T08:13:14Z"}
+    assert podstate.stopped(p)
+    result = podstate.outcome(p)
+    assert (result.exit_code, result.from_container, result.message) == (code, True, None)
