@@ -197,7 +197,7 @@ def sweep(ctx: click.Context, /, **flags: Any) -> int:
     return verbs.sweep(flags, _environment(), _console(ctx))
 
 
-# --- detached runs: ps, logs, wait, rm (run/detached.py) ---------------------------------
+# --- detached runs: ps, logs, wait, rm (run/detached.py), attach, port (run/rejoin.py) ---
 
 
 def _complete_run_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
@@ -209,6 +209,10 @@ def _complete_run_names(ctx: click.Context, param: click.Parameter, incomplete: 
 
 @cli.command(short_help="List your runs in the namespace (docker ps).")
 @click.option("-a", "--all", "all_runs", is_flag=True, help="Finished runs too.")
+@click.option("-A", "--all-namespaces", "all_namespaces", is_flag=True,
+              help="Your runs in every namespace (kubectl's -A).")
+@click.option("-f", "--filter", "filters", multiple=True, metavar="KEY=VALUE",
+              help="Filter output based on conditions provided: name=, status=, label=.")
 @click.option("-q", "--quiet", is_flag=True, help="Only the names.")
 @click.option("--format", "output_format", metavar="table|json", help="json: one object a line.")
 @runflags.cluster_options
@@ -216,7 +220,7 @@ def _complete_run_names(ctx: click.Context, param: click.Parameter, incomplete: 
 def ps(ctx: click.Context, /, **flags: Any) -> int:
     """Your runs in the namespace: NAME, IMAGE, COMMAND, CREATED, STATUS, MODE.
 
-    Without -a, the running and pending ones only."""
+    Without -a (or a status= filter), the running and pending ones only."""
     from kubectl_squarepeg.prepare import verbs
 
     return verbs.ps(flags, _environment())
@@ -265,6 +269,34 @@ def rm(ctx: click.Context, /, **flags: Any) -> int:
     from kubectl_squarepeg.prepare import verbs
 
     return verbs.rm(flags, _environment(), _console(ctx))
+
+
+@cli.command(short_help="Attach your terminal to a detached run (docker attach).")
+@runflags.cluster_options
+@click.argument("name", shell_complete=_complete_run_names)
+@click.pass_context
+def attach(ctx: click.Context, /, **flags: Any) -> int:
+    """Attach local standard input and output streams to a running run (`run -d -i`,
+    `run -dit`); its stderr is in `logs`.
+
+    Ctrl-P Ctrl-Q detaches a terminal (-t), Ctrl-C a run without one; the run goes on."""
+    from kubectl_squarepeg.prepare import verbs
+
+    return verbs.attach(flags, _environment(), _console(ctx))
+
+
+@cli.command(short_help="Forward local ports to a detached run (docker port, kept open).")
+@click.option("-p", "--publish", multiple=True, metavar="[HOST_IP:]HOST_PORT:CONTAINER_PORT",
+              help="Publish a container's port to the host (default: what run -d -p recorded).")
+@runflags.cluster_options
+@click.argument("name", shell_complete=_complete_run_names)
+@click.pass_context
+def port(ctx: click.Context, /, **flags: Any) -> int:
+    """Forward local ports to run NAME until Ctrl-C (kubectl port-forward, restarted when
+    it drops); without -p, the ports `run -d -p` recorded."""
+    from kubectl_squarepeg.prepare import verbs
+
+    return verbs.port(flags, _environment(), _console(ctx))
 
 
 # --- exec, stop: inside a running run (run/onrun.py) --------------------------------------

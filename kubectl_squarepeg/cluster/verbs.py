@@ -178,10 +178,16 @@ def delete(
     return kubectl.run(["delete", kind.lower(), name, *_delete_args(kind), *grace], target)
 
 
-def list_runs(target: Target, selector: str, *, timeout: float | None = None) -> kubectl.Result:
-    """The Pods and Jobs that `selector` matches, as one JSON list: `ps`, and the look-up
-    of a run by name for logs, wait and rm (run/detached.py)."""
-    return kubectl.run(["get", "pods,jobs", "-l", selector, "-o", "json"], target, timeout=timeout)
+def list_runs(
+    target: Target, selector: str, *, timeout: float | None = None, all_namespaces: bool = False
+) -> kubectl.Result:
+    """The Pods and Jobs that `selector` matches, as one JSON list: `ps` (in every namespace
+    with `all_namespaces`, `ps -A`), and the look-up of a run by name for logs, wait and rm
+    (run/detached.py)."""
+    args = ["get", "pods,jobs", "-l", selector, "-o", "json"]
+    if all_namespaces:
+        return kubectl.run([*args, "--all-namespaces"], target, timeout=timeout, namespaced=False)
+    return kubectl.run(args, target, timeout=timeout)
 
 
 def get_object(target: Target, kind: str, name: str) -> kubectl.Result:
@@ -224,6 +230,18 @@ def attach_stdin(target: Target, pod: str, container: str, *, stdin_fd: int) -> 
         stdin=stdin_fd,
         on_stdout=_discard,
     )
+
+
+def attach_streams(
+    target: Target, pod: str, container: str, *, stdin_fd: int | None, stdout_fd: int
+) -> kubectl.Child:
+    """`kubectl attach [-i]` for `kubectl squarepeg attach` to a run without a terminal:
+    it reads `stdin_fd` (when the run has -i) and writes the container's stdout to
+    `stdout_fd` itself, raw; its stderr is kept for the refusal message."""
+    args = ["attach", *(["-i"] if stdin_fd is not None else []), "--quiet", pod, "-c", container]
+    if stdin_fd is None:
+        return kubectl.start(args, target, stdout_fd=stdout_fd)
+    return kubectl.start(args, target, stdin=stdin_fd, stdout_fd=stdout_fd)
 
 
 def attach_terminal(

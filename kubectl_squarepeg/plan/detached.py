@@ -12,9 +12,11 @@ Owns the detached run's contract with the cluster, decided here (docs/decisions/
   squarepeg process left to do it. A bare Pod has no TTL, and the sweep only runs when the
   user runs something, so a Pod would be removed at an unbounded later time: that is why
   `-d --rm` is a Job, and `-d --rm --mode pod` is refused.
-- `-d` with `-i` or `-t` is refused: a detached run has nobody at its stdin, and
-  squarepeg has no `attach` verb (yet) to come back to it (the refusals are
-  plan/rules.py's, with every other rule across flags).
+- `-d -i` (and `-dit`) keeps the container's stdin open for `kubectl squarepeg attach`:
+  `stdinOnce` is false, so the end of one attach does not close it, as docker keeps a
+  detached container's stdin open (docs/decisions/0161, 0391).
+- `-d -p` records its ports in the annotation `squarepeg.io/ports`, which `port NAME`
+  forwards and `ps` shows: no process of squarepeg is left to forward them (0231).
 
 Also the parsing of `logs --since` and the name check the verbs make before asking the
 cluster. Pure: no I/O.
@@ -31,9 +33,11 @@ from typing import Any
 
 from kubectl_squarepeg.errors import UsageError
 from kubectl_squarepeg.plan import names, quantities, values
-from kubectl_squarepeg.plan.labels import DETACHED_LABEL
+from kubectl_squarepeg.plan.labels import DETACHED_LABEL, PORTS_ANNOTATION
 from kubectl_squarepeg.plan.manifest import Plan
 from kubectl_squarepeg.plan.options import RunOptions
+from kubectl_squarepeg.plan.podspec import MAIN
+from kubectl_squarepeg.plan.ports import recorded
 
 DETACHED_VALUE = "true"
 # `-d --rm`: the Job is deleted by the TTL controller this many seconds after it finished.
@@ -62,13 +66,21 @@ def detach_plan(plan: Plan, *, remove_when_done: bool) -> Plan:
     Job's time-to-live: 0 with --rm, none without (kept until `rm`, as docker keeps it)."""
     manifest: dict[str, Any] = copy.deepcopy(plan.manifest)
     _label(manifest)
+    if plan.options.publish:
+        annotations = manifest.setdefault("metadata", {}).setdefault("annotations", {})
+        annotations[PORTS_ANNOTATION] = recorded(plan.options.publish)
+    pod_spec = manifest.get("spec", {})
     if plan.kind == "Job":
         spec = manifest.setdefault("spec", {})
         _label(spec.setdefault("template", {}))
+        pod_spec = spec["template"].get("spec", {})
         if remove_when_done and not plan.options.keep:
             spec["ttlSecondsAfterFinished"] = REMOVE_AFTER_SECONDS
         else:
             spec.pop("ttlSecondsAfterFinished", None)
+    for container in pod_spec.get("containers", ()):
+        if container.get("name") == MAIN and container.get("stdin"):
+            container["stdinOnce"] = False  # open for every later attach, not only the first
     return dataclasses.replace(plan, manifest=manifest)
 
 

@@ -15,7 +15,6 @@ importing it costs nothing measurable (no parser module is imported), as `run --
 
 from __future__ import annotations
 
-from kubectl_squarepeg.plan import flagtexts
 from kubectl_squarepeg.plan.flagrow import ConfigKey, Flag, Parser, no, ok, own
 from kubectl_squarepeg.plan.flagtexts import (
     CPU_FINE,
@@ -40,12 +39,6 @@ from kubectl_squarepeg.plan.flagtexts import (
     VOLUME_MEANING,
     WINDOWS,
 )
-
-# -p with -d: cli/app.py says it in these words.
-PUBLISH_WITH_DETACH = flagtexts.PUBLISH_WITH_DETACH
-PUBLISH_WITH_DETACH_FIX = flagtexts.PUBLISH_WITH_DETACH_FIX
-
-
 
 PAIR_FORM = "a mapping like `KEY: value`, or a list of KEY=VALUE strings"
 _BOOL = ConfigKey("bool", "true or false")

@@ -26,16 +26,8 @@ PUBLISH_MEANING = (
 PUBLISH_NOTE = (
     "binds 127.0.0.1 unless HOST_IP is given (docker binds every interface: give 0.0.0.0 "
     "for that); an empty HOST_PORT takes a free port; a taken local port is refused before "
-    "anything is created; `/udp`, `/sctp`, a host range for one container port, and -p "
-    "with -d (nobody would forward) are refused"
-)
-PUBLISH_WITH_DETACH = (
-    "-d and -p cannot be used together: a detached run outlives squarepeg, the process "
-    "that forwards its ports"
-)
-PUBLISH_WITH_DETACH_FIX = (
-    "run it without -d, or forward yourself while it runs: `kubectl port-forward "
-    "pod/NAME HOST_PORT:CONTAINER_PORT` (--name NAME fixes the name)"
+    "anything is created; `/udp`, `/sctp`, and a host range for one container port are "
+    "refused; with -d the ports are recorded and `kubectl squarepeg port NAME` forwards them"
 )
 VOLUME = "a pod mounts claims and copies of files, not docker's volume plugins"
 VOLUME_FIX = (

@@ -27,6 +27,9 @@ DETACHED_LABEL: Final = "squarepeg.io/detached"
 # (UTC, RFC 3339, renewed by the run: run/heartbeat.py). A running resource whose run has
 # been silent longer than orphan_sweep_silence is an orphan (run/orphans.py; decision 0350).
 ALIVE_AT_ANNOTATION: Final = "squarepeg.io/alive-at"
+# An annotation on a `run -d -p` Pod or Job: its -p, as `kubectl squarepeg port NAME`
+# forwards them and `ps` shows them (plan/ports.py `recorded`; decision 0231).
+PORTS_ANNOTATION: Final = "squarepeg.io/ports"
 # Set by `kubectl squarepeg stop` before it lowers the pod's activeDeadlineSeconds (UTC, RFC
 # 3339): the DeadlineExceeded that follows was the user's stop, and the run's exit code is
 # the container's own (143, 137 or a trap's), not 124 (decision 0370).

@@ -153,3 +153,24 @@ def by_address(ports: tuple[PublishedPort, ...]) -> dict[str, list[PublishedPort
     for port in ports:
         groups.setdefault(port.address, []).append(port)
     return groups
+
+
+def recorded(ports: tuple[PublishedPort, ...]) -> str:
+    """The ports as `run -d -p` records them on the Pod or Job: -p values, comma-separated
+    (an empty HOST_PORT stays 0: `port` takes a free one when it starts)."""
+    return ",".join(
+        f"{'[' + p.address + ']' if ':' in p.address else p.address}:{p.host_port}:"
+        f"{p.container_port}"
+        for p in ports
+    )
+
+
+def parse_recorded(text: str) -> tuple[PublishedPort, ...]:
+    """`recorded`'s text back; what cannot be read is left out (an annotation someone edited)."""
+    found: list[PublishedPort] = []
+    for part in text.split(","):
+        try:
+            found.extend(parse_publish(part))
+        except ValueProblem:
+            continue
+    return tuple(found)

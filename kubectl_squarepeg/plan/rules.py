@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kubectl_squarepeg.errors import UsageError
-from kubectl_squarepeg.plan import dockerflags, quantities
+from kubectl_squarepeg.plan import quantities
 from kubectl_squarepeg.plan.options import RunOptions, check_image
 
 
@@ -64,20 +64,8 @@ def validate(options: RunOptions, asked: Asked) -> None:
 
 
 def _check_detach(options: RunOptions, asked: Asked) -> None:
-    """`run -d`: no ports to forward, no stdin or terminal, no Pod for --rm, no local path
-    to copy in and back (docs/decisions/0160, 0220)."""
-    if options.publish:
-        raise UsageError(dockerflags.PUBLISH_WITH_DETACH, dockerflags.PUBLISH_WITH_DETACH_FIX)
-    if options.interactive or options.tty:
-        given = {(True, False): "-i", (False, True): "-t"}.get(
-            (options.interactive, options.tty), "-it"
-        )
-        raise UsageError(
-            f"-d cannot be used with {given}: a detached run has no terminal or stdin to "
-            "attach, and squarepeg has no `attach` verb to come back to it",
-            "leave out -d to work with the container interactively, or leave out "
-            f"{given} to run it detached",
-        )
+    """`run -d`: no Pod for --rm, no local path to copy in and back (docs/decisions/0160,
+    0220). -i, -t and -p are a detached run's since `attach` and `port` (0161, 0231)."""
     if asked.rm and options.mode == "pod" and asked.mode_given:
         raise UsageError(
             "-d --rm cannot be used with --mode pod: a Pod has no time-to-live, and a "

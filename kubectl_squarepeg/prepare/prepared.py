@@ -89,12 +89,12 @@ def prepare_run(
     files_checked = None
     if options.binds and creates:
         files_checked = _check_file_sources(options.binds, options.max_upload_bytes, console)
-    if options.publish and creates:
+    if options.publish and creates and not detach:  # -d -p: `port` forwards them later
         from kubectl_squarepeg.run.ports import reserve
 
         # -p: every local port checked free (an empty one chosen) before anything else.
         options = dataclasses.replace(options, publish=reserve(options.publish))
-    if options.interactive and options.tty and not env.stdin_is_tty:
+    if options.interactive and options.tty and not env.stdin_is_tty and not detach:
         # kubectl's behaviour (docker refuses): a CI job piping data into `-it` still runs.
         # Without the terminal: a pty would turn the piped bytes' newlines into CRLF.
         console.warn(

@@ -1,10 +1,11 @@
-"""The verbs on the user's runs (`sweep`, `ps`, `logs`, `wait`, `rm`, `exec`, `stop`, `cp`)
-from their flags to their exit code: each the one call its command makes.
+"""The verbs on the user's runs (`sweep`, `ps`, `logs`, `wait`, `rm`, `exec`, `stop`, `cp`,
+`attach`, `port`) from their flags to their exit code: each the one call its command makes.
 
 Owns what a verb needs before it acts: the connection that -n, --context, --kubeconfig,
 --as and the config files given with --config name (`user_connection`), the user's
-created-by value, the names checked (plan/detached.py `check_run_name`), --format, --since
-and --tail read; then the hand-over to run/sweep.py, run/detached.py or run/onrun.py.
+created-by value, the names checked (plan/detached.py `check_run_name`), --format, --since,
+--tail, `ps --filter` (plan/psfilter.py) and `port -p` (plan/ports.py) read; then the
+hand-over to run/sweep.py, run/detached.py, run/onrun.py or run/rejoin.py.
 """
 
 from __future__ import annotations
@@ -86,12 +87,15 @@ def sweep(flags: Mapping[str, Any], env: Environment, console: Console) -> int:
 
 
 def ps(flags: Mapping[str, Any], env: Environment) -> int:
-    """`ps [-a] [-q] [--format table|json]`."""
+    """`ps [-a] [-A] [-q] [--filter KEY=VALUE]... [--format table|json]`."""
     fmt = (flags["output_format"] or "table").strip().lower()
     if fmt not in ("table", "json"):
         raise UsageError(
             f"invalid value {flags['output_format']!r} for --format", "use table or json"
         )
+    from kubectl_squarepeg.plan.psfilter import parse_filters
+
+    filters = parse_filters(flags.get("filters") or ())
     from kubectl_squarepeg.run import detached
 
     connection, created_by = verb_connection(flags, env)
@@ -101,6 +105,8 @@ def ps(flags: Mapping[str, Any], env: Environment) -> int:
         all_runs=bool(flags["all_runs"]),
         quiet=bool(flags["quiet"]),
         as_json=fmt == "json",
+        all_namespaces=bool(flags.get("all_namespaces")),
+        filters=filters,
     )
 
 
@@ -153,6 +159,38 @@ def rm(flags: Mapping[str, Any], env: Environment, console: Console) -> int:
     return detached.rm(
         connection, created_by, names, force=bool(flags["force"]), console=console
     )
+
+
+def attach(flags: Mapping[str, Any], env: Environment, console: Console) -> int:
+    """`attach NAME`."""
+    name = _run_names([flags["name"]])[0]
+    from kubectl_squarepeg.run import rejoin
+
+    connection, created_by = verb_connection(flags, env)
+    return rejoin.attach(
+        connection, created_by, name, stdin_fd=0, stdin_is_tty=env.stdin_is_tty, console=console
+    )
+
+
+def port(flags: Mapping[str, Any], env: Environment, console: Console) -> int:
+    """`port NAME [-p [HOST_IP:]HOST_PORT:CONTAINER_PORT]...`."""
+    from kubectl_squarepeg.plan.ports import PublishedPort, check_published, parse_publish
+    from kubectl_squarepeg.plan.values import ValueProblem
+
+    name = _run_names([flags["name"]])[0]
+    published: list[PublishedPort] = []
+    for text in flags.get("publish") or ():
+        try:
+            published.extend(parse_publish(text))
+        except ValueProblem as bad:
+            raise UsageError(f"invalid value {text!r} for -p/--publish", str(bad)) from None
+    twice = check_published(tuple(published))
+    if twice:
+        raise UsageError(f"-p/--publish: {twice}", "give each host port once")
+    from kubectl_squarepeg.run import rejoin
+
+    connection, created_by = verb_connection(flags, env)
+    return rejoin.port(connection, created_by, name, published, console=console)
 
 
 def exec_command(flags: Mapping[str, Any], env: Environment) -> int:

@@ -10,8 +10,8 @@ anything is done), and what each verb does with it:
   stdout, exit 0. A run that never started is deleted as a run's would be, exit 125 (or
   126/127 for a command that could not start).
   The orphan sweep rides along as on every run.
-- `ps`: the user's runs (server-side selector on `created-by`, as the sweep), formatted by
-  run/listing.py.
+- `ps`: the user's runs (server-side selector on `created-by`, as the sweep), in the
+  namespace or with -A in every one, filtered and formatted by run/listing.py.
 - `logs`: the run's `main` container as raw bytes. `-f` follows it with the run's own
   follower (run/logs.py: resume and de-duplication on a dropped stream) until the
   container has ended, as a run's watch sees it. Without -f, or with -t (the follower
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from kubectl_squarepeg.cluster.connect import Connection
     from kubectl_squarepeg.plan.detached import Since
     from kubectl_squarepeg.plan.manifest import Plan
+    from kubectl_squarepeg.plan.psfilter import Filters
 
 LIST_SECONDS = 60.0
 LOG_DRAIN_SECONDS = output.LOG_DRAIN_SECONDS
@@ -62,12 +63,18 @@ def _commands(connection: Any) -> Commands:
 
 
 def _listed(
-    target: kubectl.Target, selector: str, commands: Commands, timeout: float = LIST_SECONDS
+    target: kubectl.Target,
+    selector: str,
+    commands: Commands,
+    timeout: float = LIST_SECONDS,
+    *,
+    all_namespaces: bool = False,
 ) -> list[dict[str, Any]]:
-    result = verbs.list_runs(target, selector, timeout=timeout)
+    result = verbs.list_runs(target, selector, timeout=timeout, all_namespaces=all_namespaces)
     if not result.ok:
+        where = "any namespace" if all_namespaces else f"namespace {commands.namespace}"
         raise ClusterError(
-            f"cannot list pods and jobs in namespace {commands.namespace}: {result.error_text}",
+            f"cannot list pods and jobs in {where}: {result.error_text}",
             commands.reachability_hint()
             if refusals.unreachable(result)
             else f"`{commands.kubectl('auth', 'can-i', 'list', 'pods')}` checks your permission",
@@ -139,17 +146,24 @@ def ps(
     all_runs: bool,
     quiet: bool,
     as_json: bool,
+    all_namespaces: bool = False,
+    filters: Filters | None = None,
     out: Callable[[str], Any] = sys.stdout.write,
 ) -> int:
-    items = _listed(_target_of(connection), user_selector(created_by), _commands(connection))
+    items = _listed(
+        _target_of(connection),
+        user_selector(created_by),
+        _commands(connection),
+        all_namespaces=all_namespaces,
+    )
     now = datetime.now(timezone.utc)
-    rows = listing.rows(items, now, all_runs=all_runs)
+    rows = listing.rows(items, now, all_runs=all_runs, filters=filters)
     if quiet:
         out(listing.names(rows))
     elif as_json:
         out(listing.json_lines(rows, now))
     else:
-        out(listing.table(rows, now))
+        out(listing.table(rows, now, all_namespaces=all_namespaces))
     return 0
 
 
@@ -449,6 +463,15 @@ def run_detached(plan: Plan, connection: Connection, console: Console) -> int:
             f"`kubectl squarepeg logs -f {plan.name}`, `kubectl squarepeg wait "
             f"{plan.name}`, then `kubectl squarepeg rm {plan.name}`"
         )
+        options = plan.options
+        if options.publish:  # no process is left to forward them (decision 0231)
+            shown = ", ".join(port.shown() for port in options.publish)
+            console.notice(
+                f"ports recorded, not forwarded ({shown}): "
+                f"`kubectl squarepeg port {plan.name}` forwards them until Ctrl-C"
+            )
+        if options.interactive:
+            console.status(f"`kubectl squarepeg attach {plan.name}` reaches its stdin")
 
     return interrupt.guarded(
         state.resource,

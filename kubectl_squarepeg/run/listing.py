@@ -4,7 +4,10 @@ docker's words. Pure: dicts in, rows and text out; no I/O.
 Owns how a listing becomes runs (a Job and the pod it made are one run, shown by the Job's
 name with its pod's state; a bare Pod is one run), what a run's STATUS says (docker's
 `Up 3 minutes`, `Exited (3) 2 minutes ago`, plus `Pending: ErrImagePull` and `Terminating`,
-which docker has no word for), docker's human durations, the table and `--format json`.
+which docker has no word for), docker's human durations, the table and `--format json`,
+`--filter` applied (plan/psfilter.py), and with `--all-namespaces` a NAMESPACE column
+first, as kubectl's `-A`; a PORTS column, docker's, when a listed run recorded `-d -p`
+ports (plan/ports.py `recorded`).
 
 The exit code shown is podstate's reading, the one `run` and `wait` report, so the three
 never disagree.
@@ -15,13 +18,15 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
 from kubectl_squarepeg.cluster import listed, podstate
 from kubectl_squarepeg.cluster.listed import kind_of, meta
-from kubectl_squarepeg.plan.labels import CREATED_BY_LABEL, DETACHED_LABEL
+from kubectl_squarepeg.plan.labels import CREATED_BY_LABEL, DETACHED_LABEL, PORTS_ANNOTATION
+from kubectl_squarepeg.plan.ports import parse_recorded
+from kubectl_squarepeg.plan.psfilter import Filters
 
 State = Literal["running", "pending", "exited", "terminating"]
 # docker truncates COMMAND to 20 characters with an ellipsis (`docker ps --no-trunc` shows it all).
@@ -43,6 +48,9 @@ class RunRow:
     exit_code: int | None
     detached: bool
     pod: str | None  # the pod that runs it (a Job's, once it has one)
+    namespace: str = ""
+    ports: str = ""  # docker's PORTS words for what `run -d -p` recorded
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def active(self) -> bool:
@@ -194,15 +202,39 @@ def row(run: Found, now: datetime) -> RunRow:
         exit_code=code,
         detached=DETACHED_LABEL in _labels(run.obj),
         pod=podstate.name(run.pod) if run.pod is not None else None,
+        namespace=str(meta(run.obj).get("namespace") or ""),
+        ports=ports_words(run.obj),
+        labels={str(k): str(v) for k, v in _labels(run.obj).items()},
     )
 
 
-def rows(items: Iterable[Mapping[str, Any]], now: datetime, *, all_runs: bool) -> list[RunRow]:
+def ports_words(obj: Mapping[str, Any]) -> str:
+    """docker ps's PORTS (`127.0.0.1:8080->80/tcp`) for the ports `run -d -p` recorded;
+    a free HOST_PORT, chosen by each `port`, shows as `127.0.0.1:0`."""
+    annotations = meta(obj).get("annotations") or {}
+    text = annotations.get(PORTS_ANNOTATION) if isinstance(annotations, Mapping) else None
+    if not isinstance(text, str):
+        return ""
+    return ", ".join(p.shown().replace(" -> ", "->") for p in parse_recorded(text))
+
+
+def rows(
+    items: Iterable[Mapping[str, Any]],
+    now: datetime,
+    *,
+    all_runs: bool,
+    filters: Filters | None = None,
+) -> list[RunRow]:
     """The rows `ps` prints, newest first as docker lists them; only active ones unless
-    `all_runs` (-a)."""
+    `all_runs` (-a) or a status filter; only those `filters` match."""
     listed = [row(run, now) for run in runs_in(items)]
     listed.sort(key=lambda r: r.created.timestamp() if r.created else 0.0, reverse=True)
-    return [r for r in listed if all_runs or r.active]
+    every = all_runs or (filters is not None and filters.by_status)
+    return [
+        r
+        for r in listed
+        if (every or r.active) and (filters is None or filters.matches(r.name, r.state, r.labels))
+    ]
 
 
 def _created_words(r: RunRow, now: datetime) -> str:
@@ -211,14 +243,23 @@ def _created_words(r: RunRow, now: datetime) -> str:
     return f"{human_duration((now - r.created).total_seconds())} ago"
 
 
-def table(listed: Sequence[RunRow], now: datetime) -> str:
+def table(listed: Sequence[RunRow], now: datetime, *, all_namespaces: bool = False) -> str:
     """docker's table: the headers, then one line per run, columns padded to fit (three
-    spaces between them, as docker's tabwriter leaves)."""
-    cells = [HEADERS] + [
-        (r.name, r.image, f'"{truncated(r.command)}"', _created_words(r, now), r.status, r.mode)
+    spaces between them, as docker's tabwriter leaves). NAMESPACE first with -A; PORTS
+    after STATUS when a run has recorded ports."""
+    with_ports = any(r.ports for r in listed)
+    headers = (("NAMESPACE",) if all_namespaces else ()) + HEADERS[:5] + (
+        ("PORTS",) if with_ports else ()) + HEADERS[5:]
+    cells = [headers] + [
+        (
+            *((r.namespace,) if all_namespaces else ()),
+            r.name, r.image, f'"{truncated(r.command)}"', _created_words(r, now), r.status,
+            *((r.ports,) if with_ports else ()),
+            r.mode,
+        )
         for r in listed
     ]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(HEADERS))]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(headers))]
     lines = [
         "   ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         for line in cells
@@ -251,6 +292,9 @@ def json_lines(listed: Sequence[RunRow], now: datetime) -> str:
                     "ExitCode": fields["exit_code"],
                     "Detached": r.detached,
                     "Pod": r.pod,
+                    "Namespace": r.namespace,
+                    "Ports": r.ports,
+                    "Labels": ",".join(f"{k}={v}" for k, v in sorted(r.labels.items())),
                 },
                 ensure_ascii=False,
             )

@@ -111,7 +111,9 @@ class _Forward:
         ports: list[PublishedPort],
         console: Console,
         commands: Commands,
+        instead: str = "run without -p",
     ) -> None:
+        self._instead = instead
         self._target = target
         self._pod = pod
         self._ports = ports
@@ -209,7 +211,7 @@ class _Forward:
         return ClusterError(
             f"cannot publish {ports}: kubectl port-forward to pod/{self._pod} failed: {reason}",
             "the cluster must serve port-forward and let you use it "
-            f"(`{command}` checks); run without -p",
+            f"(`{command}` checks); {self._instead}",
         )
 
 
@@ -223,9 +225,10 @@ class Forwarding:
         published: Sequence[PublishedPort],
         console: Console,
         commands: Commands,
+        instead: str = "run without -p",
     ) -> None:
         self._forwards = [
-            _Forward(target, pod, ports, console, commands)
+            _Forward(target, pod, ports, console, commands, instead)
             for ports in by_address(tuple(published)).values()
         ]
 

@@ -13,6 +13,11 @@ SIGTERM still reaches squarepeg's two-stage handler.
 `exec -it` needs less (`DirectSession`): kubectl reads and writes the terminal itself, with
 no log to splice in; the raw mode and SIGWINCH's relay are the same.
 
+For `attach` (run/rejoin.py) the session also owns the input: kubectl reads the relay
+too, and an input thread copies the terminal to it, watching for docker's detach keys
+(Ctrl-P Ctrl-Q, docs/decisions/0391): seen, they end the attach and the container runs on;
+a Ctrl-P followed by anything else is passed on with what followed it, as docker does.
+
 Starts no process: kubectl.py does, given the descriptors from here.
 """
 
@@ -35,6 +40,8 @@ from kubectl_squarepeg.terminal.splice import Splice
 _READ_BYTES = 65536
 # How often the relay lets the splice look at the time while the attach is quiet.
 _TICK_SECONDS = 0.1
+# docker's default --detach-keys, ctrl-p,ctrl-q.
+CTRL_P, CTRL_Q = 0x10, 0x11
 
 
 class _Child(Protocol):
@@ -66,9 +73,12 @@ class TerminalSession:
     """One `kubectl attach -it` relayed to the terminal `stdin_fd` is (see the module
     docstring). `start` launches it; `finish` waits for its end; `close` restores."""
 
-    def __init__(self, out: BinaryIO, stdin_fd: int) -> None:
+    def __init__(self, out: BinaryIO, stdin_fd: int, *, detach_keys: bool = False) -> None:
         self._out = out
         self._stdin_fd = stdin_fd
+        self._detach_keys = detach_keys
+        self.detached = False  # the user typed the detach keys
+        self._input: threading.Thread | None = None
         self.splice = Splice()
         self.log_out: Any = _LogSide(self)
         self.child: _Child | None = None
@@ -110,7 +120,34 @@ class TerminalSession:
             os.close(slave)
         self._relay = threading.Thread(target=self._pump, name="attach-relay", daemon=True)
         self._relay.start()
+        if self._detach_keys:
+            self._input = threading.Thread(target=self._feed, name="attach-input", daemon=True)
+            self._input.start()
         return self.child
+
+    def _feed(self) -> None:
+        """The terminal's bytes to the relay (kubectl's stdin), until the detach keys or
+        the end of either side."""
+        master, held = self._master, b""
+        assert master is not None
+        while not self._closed and self.child is not None and self.child.is_alive():
+            try:
+                ready = select.select([self._stdin_fd], [], [], _TICK_SECONDS)[0]
+                data = os.read(self._stdin_fd, _READ_BYTES) if ready else None
+            except (OSError, ValueError):
+                return
+            if data is None:
+                continue
+            if not data:
+                return
+            passed, held, detach = detach_scan(held, data)
+            with contextlib.suppress(OSError):
+                if passed:
+                    os.write(master, passed)
+            if detach:
+                self.detached = True
+                self.child.terminate()
+                return
 
     def _copy_size(self) -> None:
         if self._master is None:
@@ -172,10 +209,27 @@ class TerminalSession:
                 signal.signal(signal.SIGWINCH, self._previous_winch)
         if self._relay is not None and self._relay.is_alive():
             self._relay.join(1.0)
+        if self._input is not None and self._input.is_alive():
+            self._input.join(1.0)
         if self._master is not None and (self._relay is None or not self._relay.is_alive()):
             with contextlib.suppress(OSError):
                 os.close(self._master)
             self._master = None
+
+
+def detach_scan(held: bytes, data: bytes) -> tuple[bytes, bytes, bool]:
+    """Pure: the bytes to pass on, the ones held (a Ctrl-P at the end, which the next read
+    decides), and whether Ctrl-P Ctrl-Q came."""
+    passed = bytearray()
+    pending = held + data
+    for byte in pending:
+        if passed[-1:] == bytes([CTRL_P]) and byte == CTRL_Q:
+            del passed[-1]
+            return bytes(passed), b"", True
+        passed.append(byte)
+    if passed[-1:] == bytes([CTRL_P]):
+        return bytes(passed[:-1]), bytes([CTRL_P]), False
+    return bytes(passed), b"", False
 
 
 class DirectSession:

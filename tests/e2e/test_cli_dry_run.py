@@ -1083,10 +1083,6 @@ BAD_FLAGS = [
         "invalid value '/data:/data:z' for --volume; SELinux relabelling ('z') has no meaning "
         "here",
     ),
-    (
-        ["-d", "-i", "alpine"],
-        "-d cannot be used with -i: a detached run has no terminal or stdin to attach",
-    ),
     (["-P", "alpine"], "-P/--publish-all cannot be used: the image's EXPOSE ports are not known"),
     (
         ["--mount", "type=npipe,src=/a,dst=/b", "alpine"],

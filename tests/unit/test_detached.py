@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from kubectl_squarepeg.errors import UsageError
-from kubectl_squarepeg.plan import detached, rules
+from kubectl_squarepeg.plan import detached, ports, rules
+from kubectl_squarepeg.plan.labels import PORTS_ANNOTATION
 from kubectl_squarepeg.plan.options import RunOptions
 from kubectl_squarepeg.run import listing, orphans
 
@@ -144,12 +145,42 @@ def test_d_rm_makes_a_job_and_refuses_an_explicit_pod_mode() -> None:
                        rules.Asked(detach=True, rm=True, mode_given=True))
 
 
-@pytest.mark.parametrize(("interactive", "tty", "given"), [
-    (True, False, "-i"), (False, True, "-t"), (True, True, "-it")])
-def test_d_with_a_terminal_or_stdin_is_refused(interactive: bool, tty: bool, given: str) -> None:
+def _planned(options: RunOptions) -> Any:
+    """A Pod plan whose main container has what podspec.py writes for -i and -t."""
+    from kubectl_squarepeg.plan.manifest import Plan
+
+    main: dict[str, Any] = {"name": "main", "image": "alpine"}
+    if options.interactive:
+        main.update(stdin=True, stdinOnce=True)
+    if options.tty:
+        main["tty"] = True
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "labels": {}},
+           "spec": {"containers": [main]}}
+    return Plan(options=options, manifest=pod, kind="Pod", name="x", namespace="ns",
+                run_id="r", created_by="alice")
+
+
+@pytest.mark.parametrize(("interactive", "tty"), [(True, False), (False, True), (True, True)])
+def test_d_with_a_terminal_or_stdin_is_a_run_to_attach_to(interactive: bool, tty: bool) -> None:
+    """Decision 0161's refusal became `attach`: validated, and stdin left open (not
+    stdinOnce) for every attach, not only the first."""
     options = dataclasses.replace(RunOptions(image="alpine"), interactive=interactive, tty=tty)
-    with pytest.raises(UsageError, match=f"-d cannot be used with {given}:"):
-        rules.validate(options, rules.Asked(detach=True))
+    rules.validate(options, rules.Asked(detach=True))
+    plan = detached.detach_plan(_planned(options), remove_when_done=False)
+    [main] = plan.manifest["spec"]["containers"]
+    assert main.get("stdin", False) is interactive and main.get("tty", False) is tty
+    assert main.get("stdinOnce", False) is False
+
+
+def test_d_with_p_records_the_ports_for_port() -> None:
+    published = ports.parse_publish("8080:80") + ports.parse_publish("[::1]::81")
+    options = dataclasses.replace(RunOptions(image="alpine"), publish=published)
+    rules.validate(options, rules.Asked(detach=True))
+    plan = detached.detach_plan(_planned(options), remove_when_done=False)
+    text = plan.manifest["metadata"]["annotations"][PORTS_ANNOTATION]
+    assert text == "127.0.0.1:8080:80,[::1]:0:81"
+    assert ports.parse_recorded(text) == published
+    assert ports.parse_recorded("garbage,127.0.0.1:1:2") == ports.parse_publish("1:2")
 
 
 def test_since_reads_durations_and_times_and_refuses_garbage() -> None:
@@ -171,3 +202,35 @@ def test_the_sweep_never_takes_a_detached_run_however_old() -> None:
     plain["metadata"]["name"] = "plain"
     found = orphans.select_orphans([old, plain], created_by="alice", now=NOW, min_age=0)
     assert [o.name for o in found] == ["plain"]
+
+
+def test_ps_rows_keep_what_the_filters_match_and_a_status_filter_lists_finished_runs() -> None:
+    from kubectl_squarepeg.plan.psfilter import parse_filters
+
+    running = _pod("web-1", {"running": {"startedAt": _at(60)}}, labels={"app": "web"})
+    ended = _pod("web-2", {"terminated": {"exitCode": 3, "finishedAt": _at(30)}},
+                 phase="Failed", labels={"app": "web"})
+    other = _pod("db-1", {"running": {"startedAt": _at(60)}})
+    items = [running, ended, other]
+    shown = listing.rows(items, NOW, all_runs=False, filters=parse_filters(["label=app=web"]))
+    assert [r.name for r in shown] == ["web-1"]
+    exited = listing.rows(items, NOW, all_runs=False, filters=parse_filters(["status=exited"]))
+    assert [r.name for r in exited] == ["web-2"]  # without -a, as docker's
+    both = listing.rows(items, NOW, all_runs=True, filters=parse_filters(["name=web"]))
+    assert sorted(r.name for r in both) == ["web-1", "web-2"]
+
+
+def test_ps_table_has_namespace_with_a_and_ports_when_a_run_recorded_them() -> None:
+    pod = _pod("web-1", {"running": {"startedAt": _at(60)}})
+    pod["metadata"]["namespace"] = "team-a"
+    plain = listing.table(listing.rows([pod], NOW, all_runs=True), NOW, all_namespaces=True)
+    head, line = plain.splitlines()
+    assert head.split()[:2] == ["NAMESPACE", "NAME"] and "PORTS" not in head
+    assert line.split()[:2] == ["team-a", "web-1"]
+    pod["metadata"]["annotations"] = {PORTS_ANNOTATION: "127.0.0.1:8080:80,0.0.0.0:0:81"}
+    [row] = listing.rows([pod], NOW, all_runs=True)
+    assert row.ports == "127.0.0.1:8080->80/tcp, 0.0.0.0:0->81/tcp"
+    head = listing.table([row], NOW).splitlines()[0]
+    assert head.split() == ["NAME", "IMAGE", "COMMAND", "CREATED", "STATUS", "PORTS", "MODE"]
+    [shown] = [json.loads(line) for line in listing.json_lines([row], NOW).splitlines()]
+    assert shown["Ports"] == row.ports and shown["Namespace"] == "team-a"
