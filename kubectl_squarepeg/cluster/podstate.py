@@ -340,8 +340,8 @@ def deadline_outcome(pod_name: str, pod: Mapping[str, Any]) -> Outcome:
     after = f" of {seconds}s" if seconds is not None else ""
     return Outcome(
         DEADLINE_EXCEEDED,
-        f"pod {pod_name} passed its deadline{after} (activeDeadlineSeconds) and was stopped "
-        f"by the cluster (exit code {DEADLINE_EXCEEDED})",
+        f"pod {pod_name} passed its deadline{after} (activeDeadlineSeconds, --max-runtime) "
+        f"and was stopped by the cluster (exit code {DEADLINE_EXCEEDED})",
         False,
     )
 

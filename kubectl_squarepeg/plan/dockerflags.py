@@ -363,6 +363,14 @@ FLAGS: tuple[Flag, ...] = (
         key=ConfigKey("scalar", "seconds, or a duration like 90s or 5m", default=300.0),
     ),
     own(
+        "--max-runtime",
+        "`activeDeadlineSeconds` of the Pod (a Job's: its pod template's); past it the run "
+        "exits 124 ([decision 0360](decisions/0360-max-runtime.md))",
+        metavar="DURATION", help="Longest the pod may run (90s, 5m, 1h); then exit 124.",
+        parse=Parser("podspec", "parse_max_runtime"), merge="scalar",
+        key=ConfigKey("scalar", "seconds, or a duration like 90s, 5m or 1h"),
+    ),
+    own(
         "--keep",
         "delete nothing; label it `squarepeg.io/keep` and print how to inspect it",
         help="Do not delete the Pod/Job afterwards.",

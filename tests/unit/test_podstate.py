@@ -150,8 +150,8 @@ def test_a_pod_past_its_deadline_is_124_and_said_never_an_oom(main: dict[str, An
     result = podstate.outcome(p)
     assert result.exit_code == 124 and not result.from_container
     assert result.message == (
-        "pod slow passed its deadline of 5s (activeDeadlineSeconds) and was stopped by the "
-        "cluster (exit code 124)"
+        "pod slow passed its deadline of 5s (activeDeadlineSeconds, --max-runtime) and was "
+        "stopped by the cluster (exit code 124)"
     )
     assert podstate.has_finished(p)
 
