@@ -44,7 +44,6 @@ PUBLISH_WITH_DETACH = flagtexts.PUBLISH_WITH_DETACH
 PUBLISH_WITH_DETACH_FIX = flagtexts.PUBLISH_WITH_DETACH_FIX
 
 
-
 PAIR_FORM = "a mapping like `KEY: value`, or a list of KEY=VALUE strings"
 _BOOL = ConfigKey("bool", "true or false")
 
@@ -364,11 +363,15 @@ FLAGS: tuple[Flag, ...] = (
     ),
     own(
         "--max-runtime",
-        "`activeDeadlineSeconds` of the Pod (a Job's: its pod template's); past it the run "
-        "exits 124 ([decision 0360](decisions/0360-max-runtime.md))",
+        flagtexts.MAX_RUNTIME,
         metavar="DURATION", help="Longest the pod may run (90s, 5m, 1h); then exit 124.",
         parse=Parser("podspec", "parse_max_runtime"), merge="scalar",
         key=ConfigKey("scalar", "seconds, or a duration like 90s, 5m or 1h"),
+    ),
+    own(
+        "--secret-env",
+        flagtexts.SECRET_ENV,
+        metavar="KEY[=VALUE]", help="Set an environment variable through a Secret.", many=True,
     ),
     own(
         "--keep",

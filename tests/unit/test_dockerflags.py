@@ -43,7 +43,7 @@ SQUAREPEG_ONLY = {
     "-n", "--namespace", "--context", "--kubeconfig", "--mode", "--timeout", "--keep",
     "--dry-run", "--dry-run-server", "--config", "--service-account", "--node-selector",
     "--toleration", "--image-pull-secret", "--priority-class", "--as", "--as-group",
-    "--max-runtime",
+    "--max-runtime", "--secret-env",
 }  # fmt: skip
 
 
