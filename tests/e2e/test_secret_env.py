@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.e2e.conftest import Squarepeg, names, wait_until
 from tests.permissions_doc import documented_role
@@ -22,6 +23,7 @@ REAL_SECRETS = pytest.mark.localkube_only(
     "needs the Secrets API and the garbage collector of the real control plane; kubesim "
     "serves no Secrets (its secretKeyRef reads the scenario's) and collects only Jobs' pods")
 MANAGED = "app.kubernetes.io/managed-by=squarepeg"
+RUN_ID = "squarepeg.io/run-id"
 
 
 def a_value() -> str:
@@ -156,3 +158,49 @@ def test_a_bare_secret_env_that_is_not_set_is_refused(squarepeg: Squarepeg, kube
     [line] = done.lines
     assert line.startswith("squarepeg: error:") and "UNSET_TOKEN is not set" in line, line
     assert names(kubesim, namespace) == []
+
+
+@REAL_SECRETS
+def test_the_sweep_takes_a_secret_a_killed_run_left_unowned(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path
+) -> None:
+    """What a squarepeg killed between its Secret's create and the owner patch leaves: a
+    labelled Secret without an owner. Taken once no Pod or Job of its run id is left."""
+    dry = squarepeg("run", "--dry-run", "alpine", "true")
+    labels = yaml.safe_load(dry.stdout)["metadata"]["labels"]
+
+    def left_secret(name: str, run_id: str) -> None:
+        doc = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+               "metadata": {"name": name, "labels": {**labels, RUN_ID: run_id}},
+               "stringData": {"TOKEN": a_value()}}
+        made = kubesim.kubectl("create", "-n", namespace, "-f", "-",
+                               input=json.dumps(doc).encode())
+        assert made.returncode == 0, made.stderr
+
+    left_secret("dead-env-1", "dead-run")
+    left_secret("live-env-1", "live-run")
+    # A pod of the second run still exists (not squarepeg's to sweep: no managed-by label).
+    holder = {"apiVersion": "v1", "kind": "Pod",
+              "metadata": {"name": "holder", "labels": {RUN_ID: "live-run"}},
+              "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
+                       "containers": [{"name": "c", "image": "alpine",
+                                       "command": ["sleep", "300"]}]}}
+    made = kubesim.kubectl("create", "-n", namespace, "-f", "-",
+                           input=json.dumps(holder).encode())
+    assert made.returncode == 0, made.stderr
+    config = tmp_path / "now.yaml"
+    config.write_text("orphan_sweep_min_age: 0\n")
+    try:
+        listed = squarepeg("sweep", "--dry-run", "--config", str(config))
+        assert listed.code == 0, listed.stderr
+        assert listed.has_line("would delete secret/dead-env-1 (unowned:"), listed.lines
+        assert "live-env-1" not in listed.stderr
+        swept = squarepeg("sweep", "--config", str(config))
+        assert swept.code == 0, swept.stderr
+        assert swept.has_line("deleted secret/dead-env-1"), swept.lines
+        wait_until(lambda: run_secrets(kubesim, namespace) == ["secret/live-env-1"], 30,
+                   "the unowned Secret to go")
+    finally:
+        kubesim.kubectl("delete", "pod", "holder", "-n", namespace, "--grace-period=0",
+                        "--force")
+        kubesim.kubectl("delete", "secret", "live-env-1", "-n", namespace)
