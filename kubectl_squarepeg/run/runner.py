@@ -25,10 +25,11 @@ delete when it found orphans.
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import TYPE_CHECKING
 
-from kubectl_squarepeg.cluster import kubectl, verbs
+from kubectl_squarepeg.cluster import kubectl, podstate, verbs
 from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.cluster.refusals import rejection
 from kubectl_squarepeg.errors import READER_GONE, ReaderGone
@@ -75,6 +76,8 @@ def execute_phases(state: RunState) -> int:
     # After the log stream's start, so that its kubectl does not delay the output's.
     cleanup.start_sweep(state)
     outcome = watch.wait_for_finish(state.watch, started, stop=lambda: output.stopping(state))
+    if outcome is not None and outcome.pod_deleted and state.plan.kind == "Job":
+        outcome = _job_deadline(state) or outcome
     output.stop_forwarding(state)  # the container has ended: its ports close, as docker's do
     if outcome is None:
         raise ReaderGone("stdout was closed by its reader")
@@ -88,6 +91,15 @@ def execute_phases(state: RunState) -> int:
         output.judge(state, outcome, pod)
         cleanup.copy_back(state, pod, outcome)
         return outcome.exit_code
+
+
+def _job_deadline(state: RunState) -> podstate.Outcome | None:
+    """A Job whose pod was deleted: its own deadline's outcome, when that is why."""
+    found = verbs.get_object(state.target, "Job", state.plan.name)
+    try:
+        return podstate.job_deadline_outcome(json.loads(found.stdout)) if found.ok else None
+    except (ValueError, AttributeError):
+        return None
 
 
 def run_lifecycle(

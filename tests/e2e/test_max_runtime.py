@@ -71,5 +71,24 @@ def test_a_detached_run_is_stopped_at_its_max_runtime_too(
         return pod["status"].get("reason") == "DeadlineExceeded"
 
     wait_until(stopped, 60, "the detached pod to pass its deadline")
+    # `wait` prints only a code the container chose; this one it did not (decision 0162).
+    waited = squarepeg("wait", "bounded")
+    assert (waited.code, waited.stdout) == (125, b""), waited.lines
+    assert waited.has_line("passed its deadline of 3s", "--max-runtime"), waited.lines
     assert squarepeg("rm", "bounded").code == 0
     wait_until(lambda: names(kubesim, namespace) == [], 60, "the detached pod to go")
+
+
+def test_a_jobs_own_deadline_is_said_as_a_deadline_too(squarepeg: Squarepeg, kubesim: Any,
+                                                       namespace: str, tmp_path: Path) -> None:
+    """The Job's own activeDeadlineSeconds (set through a patch, not --max-runtime): the job
+    controller deletes the pod, and the run says deadline and 124, not a deletion's 125."""
+    config = tmp_path / "job-deadline.yaml"
+    config.write_text("kubernetes:\n  patches:\n  - op: add\n"
+                      "    path: /spec/activeDeadlineSeconds\n    value: 3\n")
+    done = squarepeg("run", "--mode", "job", "--config", str(config), "--stop-timeout", "1",
+                     *HANGS)
+    assert done.code == 124, done.stderr
+    assert done.has_line("job ", "passed its deadline of 3s", "the Job's"), done.lines
+    assert not done.has_line("OOM"), done.lines
+    wait_until(lambda: names(kubesim, namespace) == [], 60, "the run's resource to go")

@@ -308,3 +308,16 @@ def test_the_deletion_deadline_and_the_grace_period_are_read_from_the_object() -
     assert deadline is not None and deadline.isoformat() == "2026-12-04T16:45:12+00:00"
     assert podstate.grace_period(p) == 30
     assert podstate.deletion_deadline({}) is None and podstate.grace_period({}) is None
+
+
+def test_a_jobs_own_deadline_is_124_and_other_job_failures_are_not() -> None:
+    job = {"metadata": {"name": "j"}, "spec": {"activeDeadlineSeconds": 3},
+           "status": {"conditions": [{"type": "FailureTarget", "status": "True",
+                                      "reason": "DeadlineExceeded"}]}}
+    result = podstate.job_deadline_outcome(job)
+    assert result is not None and result.exit_code == 124 and result.pod_deleted
+    assert result.message is not None and result.message.startswith(
+        "job j passed its deadline of 3s (the Job's activeDeadlineSeconds; --max-runtime")
+    job["status"]["conditions"][0]["reason"] = "BackoffLimitExceeded"
+    assert podstate.job_deadline_outcome(job) is None
+    assert podstate.job_deadline_outcome({"metadata": {"name": "j"}}) is None
