@@ -5,9 +5,10 @@ Secret's owner; a squarepeg killed before the last step leaves a Secret the clus
 collector will never delete. This module owns finding and deleting those: a Secret of the
 user's (squarepeg's `managed-by` and `created-by` labels), with no `ownerReferences`, older
 than `orphan_sweep_min_age`, whose run id no Pod or Job carries any more (while one does,
-that resource's own sweep comes first). The listing is one `kubectl get secrets`; a user
-without the right to list Secrets is not told about it (the sweep of Pods and Jobs is
-theirs all the same). The pure selection is `unowned`.
+that resource's own sweep comes first). Only the background sweep of a run that itself
+uses a Secret does this (one more `kubectl get secrets`): runs without one, and `kubectl
+squarepeg sweep`, list no Secrets, cost no more and need no right to. A user without the
+right to list Secrets is not told about it. The pure selection is `unowned`.
 """
 
 from __future__ import annotations

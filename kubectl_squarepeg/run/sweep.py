@@ -338,11 +338,9 @@ def sweep_now(
 ) -> int:
     """`kubectl squarepeg sweep`: sweep now, one line per orphan; 0, or a ClusterError."""
     target = connection.target
-    result = run_sweep(target, created_by, min_age=min_age, silence=silence, dry_run=dry_run,
-                       secrets=True)
+    result = run_sweep(target, created_by, min_age=min_age, silence=silence, dry_run=dry_run)
     verb = "would delete" if dry_run else "deleted"
-    listed: list[Orphan | UnownedSecret] = [
-        *(result.orphans if dry_run else result.deleted), *result.secrets]
+    listed = result.orphans if dry_run else result.deleted
     for orphan in listed:
         console.status(f"{verb} {orphan.describe()}")
     if result.problems:

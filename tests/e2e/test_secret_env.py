@@ -161,11 +161,12 @@ def test_a_bare_secret_env_that_is_not_set_is_refused(squarepeg: Squarepeg, kube
 
 
 @REAL_SECRETS
-def test_the_sweep_takes_a_secret_a_killed_run_left_unowned(
+def test_a_secret_runs_sweep_takes_a_secret_a_killed_run_left_unowned(
     squarepeg: Squarepeg, kubesim: Any, namespace: str, tmp_path: Path
 ) -> None:
     """What a squarepeg killed between its Secret's create and the owner patch leaves: a
-    labelled Secret without an owner. Taken once no Pod or Job of its run id is left."""
+    labelled Secret without an owner. The next run with a Secret takes it, once no Pod or
+    Job of its run id is left."""
     dry = squarepeg("run", "--dry-run", "alpine", "true")
     labels = yaml.safe_load(dry.stdout)["metadata"]["labels"]
 
@@ -191,15 +192,17 @@ def test_the_sweep_takes_a_secret_a_killed_run_left_unowned(
     config = tmp_path / "now.yaml"
     config.write_text("orphan_sweep_min_age: 0\n")
     try:
-        listed = squarepeg("sweep", "--dry-run", "--config", str(config))
-        assert listed.code == 0, listed.stderr
-        assert listed.has_line("would delete secret/dead-env-1 (unowned:"), listed.lines
-        assert "live-env-1" not in listed.stderr
-        swept = squarepeg("sweep", "--config", str(config))
-        assert swept.code == 0, swept.stderr
-        assert swept.has_line("deleted secret/dead-env-1"), swept.lines
-        wait_until(lambda: run_secrets(kubesim, namespace) == ["secret/live-env-1"], 30,
-                   "the unowned Secret to go")
+        plain = squarepeg("run", "--config", str(config), "alpine", "sh", "-c", "sleep 2")
+        assert plain.code == 0, plain.stderr
+        assert "secret/" not in plain.stderr  # a run without a Secret lists none
+        # Long enough for the background sweep to finish before the run's end.
+        done = squarepeg("run", "--config", str(config), "--secret-env", "T=x",
+                         "alpine", "sh", "-c", "sleep 4")
+        assert done.code == 0, done.stderr
+        assert done.has_line("orphan sweep: deleted secret/dead-env-1 (unowned:"), done.lines
+        assert "live-env-1" not in done.stderr
+        wait_until(lambda: run_secrets(kubesim, namespace) == ["secret/live-env-1"], 90,
+                   "the unowned Secret, and the run's own, to go")
     finally:
         kubesim.kubectl("delete", "pod", "holder", "-n", namespace, "--grace-period=0",
                         "--force")
