@@ -207,3 +207,19 @@ def test_a_secret_runs_sweep_takes_a_secret_a_killed_run_left_unowned(
         kubesim.kubectl("delete", "pod", "holder", "-n", namespace, "--grace-period=0",
                         "--force")
         kubesim.kubectl("delete", "secret", "live-env-1", "-n", namespace)
+
+
+@REAL_SECRETS
+def test_a_detached_runs_secret_goes_with_its_rm(squarepeg: Squarepeg, kubesim: Any,
+                                                 namespace: str) -> None:
+    value = a_value()
+    started = squarepeg("run", "-d", "--name", "sec-det", "--secret-env", f"TOKEN={value}",
+                        "alpine", "sh", "-c", 'echo "$TOKEN"')
+    assert started.code == 0, started.stderr
+    waited = squarepeg("wait", "sec-det")
+    assert (waited.code, waited.stdout) == (0, b"0\n"), waited.stderr
+    assert squarepeg("logs", "sec-det").stdout == f"{value}\n".encode()
+    assert len(run_secrets(kubesim, namespace)) == 1  # owned by the pod, which stays
+    assert squarepeg("rm", "sec-det").code == 0
+    wait_until(lambda: names(kubesim, namespace) == [], 60, "the detached pod to go")
+    no_secret_left(kubesim, namespace)
