@@ -39,7 +39,8 @@ def create(state: RunState) -> None:
             state.target, json.dumps(secret).encode("utf-8"), "Secret", state.plan.namespace))
     if not result.ok:
         refused = rejection(result, "Secret", name(state), state.commands)
-        raise ClusterError(refused.message, f"{refused.hint}; {NO_FALLBACK}")
+        hint = f"{refused.hint}; {NO_FALLBACK}" if refused.hint else NO_FALLBACK
+        raise ClusterError(refused.message, hint)
 
 
 def delete(state: RunState) -> None:
