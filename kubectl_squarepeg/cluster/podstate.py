@@ -348,9 +348,32 @@ def deadline_outcome(pod_name: str, pod: Mapping[str, Any]) -> Outcome:
     after = f" of {seconds}s" if seconds is not None else ""
     return Outcome(
         DEADLINE_EXCEEDED,
-        f"pod {pod_name} passed its deadline{after} (activeDeadlineSeconds) and was stopped "
-        f"by the cluster (exit code {DEADLINE_EXCEEDED})",
+        f"pod {pod_name} passed its deadline{after} (activeDeadlineSeconds, --max-runtime) "
+        f"and was stopped by the cluster (exit code {DEADLINE_EXCEEDED})",
         False,
+    )
+
+
+def job_deadline_outcome(job: Mapping[str, Any]) -> Outcome | None:
+    """A Job stopped at its own `spec.activeDeadlineSeconds`: the job controller marks it
+    (`FailureTarget`, then `Failed`, reason DeadlineExceeded) and deletes its pod, which the
+    run saw as a deletion. Exit 124 as for the pod's own deadline (decisions 0320, 0360)."""
+    conditions = _map(job.get("status")).get("conditions") or []
+    if not any(
+        isinstance(c, Mapping) and c.get("type") in ("FailureTarget", "Failed")
+        and c.get("status") == "True" and c.get("reason") == DEADLINE_REASON
+        for c in conditions
+    ):
+        return None
+    seconds = _map(job.get("spec")).get("activeDeadlineSeconds")
+    after = f" of {seconds}s" if seconds is not None else ""
+    return Outcome(
+        DEADLINE_EXCEEDED,
+        f"job {name(job)} passed its deadline{after} (the Job's activeDeadlineSeconds; "
+        f"--max-runtime sets its pod's instead, which keeps the log) and the job controller "
+        f"deleted its pod (exit code {DEADLINE_EXCEEDED})",
+        False,
+        pod_deleted=True,
     )
 
 

@@ -205,6 +205,17 @@ def label(target: Target, kind: str, name: str, assignment: str) -> kubectl.Resu
     return kubectl.run(["label", kind.lower(), name, assignment, "--overwrite"], target)
 
 
+def merge_patch(target: Target, kind: str, name: str, patch: str) -> kubectl.Result:
+    """`kubectl patch KIND NAME --type merge -p PATCH`. The patch is in the arguments, which
+    any user of the machine may list: never one that holds a value of the user's."""
+    return kubectl.run(["patch", kind.lower(), name, "--type", "merge", "-p", patch], target)
+
+
+def list_secrets(target: Target, selector: str) -> kubectl.Result:
+    """The Secrets `selector` matches, as one JSON list (the sweep's unowned run Secrets)."""
+    return kubectl.run(["get", "secrets", "-l", selector, "-o", "json"], target)
+
+
 def annotate(target: Target, kind: str, name: str, assignment: str) -> kubectl.Result:
     """`kubectl annotate KIND NAME KEY=VALUE --overwrite`."""
     return kubectl.run(["annotate", kind.lower(), name, assignment, "--overwrite"], target)

@@ -52,6 +52,8 @@ OWN_KEYS: dict[str, Key] = {
     "job_ttl_seconds_after_finished": Key(
         "scalar", "a whole number of seconds", quantities.parse_int32
     ),
+    # Every -e/--env-file value through the run's Secret, as --secret-env (decision 0361).
+    "secret_env_all": Key("bool", "true or false"),
     # Files in and out (-v/--mount with a local path; docs/decisions/0180).
     "files_helper_image": Key(
         "scalar",
@@ -96,6 +98,8 @@ DEFAULT_DISPLAY = {**DEFAULTS, "timeout": 300, "orphan_sweep_silence": 120}
 # Keys people try that are not keys, and what to do instead.
 NOT_KEYS = {
     "keep": "use `cleanup: false` to keep resources",
+    "secret_env": "a value in a config file is no secret; use --secret-env on the command "
+    "line, or `secret_env_all: true` with `env`",
     "name": "a fixed name would make two runs collide; pass --name on the command line",
     "rm": "deleting is already the default; `cleanup: false` keeps resources",
     "image": "the image is the first argument of `run`",

@@ -70,3 +70,15 @@ SECURITY_OPT_NOTE = (
     "`systempaths` and masks have no flag: `kubernetes.spec` in a config file "
     "([decision 0420](decisions/0420-restricted-pod-security.md))"
 )
+
+SECRET_ENV = (
+    "the main container's `env` as `valueFrom.secretKeyRef` of one Secret the run creates and "
+    "its Pod or Job owns (a bare KEY takes your local value, and must be set); config "
+    "`secret_env_all: true` sends every -e/--env-file value the same way "
+    "([decision 0361](decisions/0361-secret-env.md))"
+)
+
+MAX_RUNTIME = (
+    "`activeDeadlineSeconds` of the Pod (a Job's: its pod template's); past it the run "
+    "exits 124 ([decision 0360](decisions/0360-max-runtime.md))"
+)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kubectl_squarepeg.errors import ConfigError
-from kubectl_squarepeg.plan import filehelpers, mounts, names, values
+from kubectl_squarepeg.plan import filehelpers, mounts, names, secretenv, values
 from kubectl_squarepeg.plan.claims import (
     RESERVED,
     Claims,
@@ -62,6 +62,8 @@ class Plan:
     created_by: str
     warnings: tuple[str, ...] = ()  # one line per config entry a claim dropped
     notes: tuple[str, ...] = ()  # what a --dry-run reader should know about the manifest
+    # The Secret of --secret-env's values, created before the Pod or Job (plan/secretenv.py).
+    secret: dict[str, Any] | None = None
 
 
 # --- name and labels ------------------------------------------------------------------------
@@ -213,6 +215,7 @@ def build_plan(
         "metadata": metadata,
         "spec": pod_spec(options, claim),
     }
+    secret = _secret(options, pod, claims, labels=labels, run_id=run_id)
     if options.mode == "job":
         ttl = None if options.keep else options.job_ttl_seconds_after_finished
         doc = job_from_pod(pod, ttl_seconds=ttl)
@@ -254,7 +257,40 @@ def build_plan(
         run_id=run_id,
         created_by=created_by,
         warnings=tuple(notes),
-        notes=_notes(options),
+        notes=(*_notes(options), *_secret_note(secret, options.mode)),
+        secret=secret,
+    )
+
+
+def _secret(
+    options: RunOptions, pod: dict[str, Any], claims: Claims, *, labels: dict[str, str],
+    run_id: str,
+) -> dict[str, Any] | None:
+    """The run's Secret, and the main container's env turned into references to it."""
+    values = secretenv.secret_values(options)
+    if not values:
+        return None
+    meta = pod["metadata"]
+    name = secretenv.secret_name(meta["name"], run_id)
+    # A kept run keeps its Secret through ownership, not through a label of its own.
+    own = {k: v for k, v in labels.items() if k != KEEP_LABEL}
+    secret = secretenv.secret_manifest(values, name=name, namespace=meta["namespace"],
+                                       labels=own)
+    secretenv.refer(pod["spec"]["containers"][0], values, name)
+    for key in options.secret_env:
+        claims.add(("spec", "containers", f"[name={MAIN}]", "env", f"[name={key}]"),
+                   "--secret-env")
+    return secret
+
+
+def _secret_note(secret: dict[str, Any] | None, mode: str) -> tuple[str, ...]:
+    if secret is None:
+        return ()
+    kind = "Job" if mode == "job" else "Pod"
+    keys = ", ".join(secret["data"])
+    return (
+        f"the values of {keys} go into Secret {secret['metadata']['name']}, created before "
+        f"the {kind} and owned by it; they are not printed",
     )
 
 

@@ -34,6 +34,7 @@ from kubectl_squarepeg.plan import (
     network,
     ports,
     quantities,
+    secretenv,
     security,
     values,
 )
@@ -76,6 +77,10 @@ class RunOptions:
     namespace: str | None = None
     config_paths: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+    # --secret-env, and config secret_env_all (every env value): into the run's Secret,
+    # read through secretKeyRef (plan/secretenv.py; decision 0361).
+    secret_env: Mapping[str, str] = field(default_factory=dict)
+    secret_env_all: bool = False
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     node_selector: Mapping[str, str] = field(default_factory=dict)
@@ -131,7 +136,7 @@ def flag_name(param: str) -> str:
 def _shown(param: str, raw: str) -> str:
     """A flag value as an error may quote it: an `-e KEY=VALUE`'s value may be a secret, so
     only its KEY is shown (docs/decisions/0026)."""
-    if param == "env":
+    if param in ("env", "secret_env"):
         key, equals, _ = raw.partition("=")
         return key + ("=..." if equals else "")
     return raw
@@ -315,6 +320,22 @@ def _label_file_items(path: str, read_text: Callable[[str], str]) -> list[tuple[
     return pairs
 
 
+def _merge_secret_env(
+    merger: _Merger, env: Mapping[str, str], environ: Mapping[str, str]
+) -> dict[str, str]:
+    """--secret-env's values, in the order given; with secret_env_all, every env key must be
+    able to be a Secret's key too (checked here, where the error can name its source)."""
+    if merger.conf("secret_env_all", False):
+        for key in env:
+            try:
+                secretenv.check_key(key)
+            except ValueProblem as problem:
+                raise UsageError(
+                    f"env {key!r} cannot be kept secret (secret_env_all)", str(problem)
+                ) from None
+    return dict(merger.items("secret_env", lambda s: secretenv.parse_secret_env(s, environ)))
+
+
 def _merge_labels(merger: _Merger, read_text: Callable[[str], str]) -> dict[str, str]:
     # config `labels`, then each --label-file, then -l: later wins, as for env.
     labels = dict(merger.conf("label", {}))
@@ -437,6 +458,8 @@ def build_run_options(
         namespace=m.scalar("namespace", names.validate_name),
         config_paths=tuple(flags.get("config") or ()),
         env=env,
+        secret_env=_merge_secret_env(m, env, environ),
+        secret_env_all=bool(m.conf("secret_env_all", False)),
         labels=labels,
         annotations=m.mapping("annotation", _validate_annotation, values.parse_docker_pair),
         node_selector=m.mapping("node_selector", _validate_label),

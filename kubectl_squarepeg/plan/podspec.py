@@ -10,10 +10,11 @@ Plan are manifest.py's. Nothing here reads the clock, the environment or a file.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kubectl_squarepeg.plan import filehelpers
+from kubectl_squarepeg.plan import filehelpers, quantities
 from kubectl_squarepeg.plan.claims import Claims
 from kubectl_squarepeg.plan.options import RunOptions, flag_name
 from kubectl_squarepeg.plan.ports import container_ports
@@ -240,6 +241,12 @@ def parse_stop_signal(text: str) -> str:
     return name
 
 
+def parse_max_runtime(text: str) -> int:
+    """--max-runtime: `activeDeadlineSeconds`, a whole number of seconds from 1. A fraction
+    is rounded up, so that the pod is never stopped before the time given."""
+    return math.ceil(quantities.parse_duration_seconds(text))
+
+
 # Kubernetes expands `$(VAR)` in a container's command and args and turns `$$` into `$`;
 # docker passes the words untouched. Every `$` of the words typed is written `$$`, so the
 # container gets exactly those words. Passthrough and patches are the user's own Kubernetes:
@@ -350,6 +357,7 @@ def pod_spec(o: RunOptions, claim: Claimer) -> dict[str, Any]:
         ("runtime", "runtimeClassName", o.runtime),
         ("service_account", "serviceAccountName", o.service_account),
         ("priority_class", "priorityClassName", o.priority_class),
+        ("max_runtime", "activeDeadlineSeconds", o.table_values.get("max_runtime")),
     )
     for param, key, value in simple:
         if value is not None:

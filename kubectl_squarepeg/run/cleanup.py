@@ -73,6 +73,8 @@ def start_sweep(state: RunState) -> None:
         console=state.console,
         exclude_uid=state.uid,
         exclude_name=state.plan.name,
+        # Only runs that use Secrets list them: others need no right to (decision 0361).
+        secrets=state.plan.secret is not None,
     )
 
 

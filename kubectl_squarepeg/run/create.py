@@ -27,7 +27,7 @@ from kubectl_squarepeg.cluster.refusals import (
     rejection,
     terminating_refusal,
 )
-from kubectl_squarepeg.run import earlier, watch
+from kubectl_squarepeg.run import earlier, envsecret, watch
 from kubectl_squarepeg.run.heartbeat import Heartbeat
 from kubectl_squarepeg.run.state import RunState
 
@@ -71,6 +71,22 @@ def start(state: RunState) -> tuple[watch.Event, str]:
 
 
 def create(state: RunState) -> None:
+    """The create; with --secret-env, the run's Secret before it and its owner after it
+    (run/envsecret.py)."""
+    if state.plan.secret is None:
+        _create(state)
+        return
+    envsecret.create(state)
+    try:
+        _create(state)
+    except BaseException:
+        if not state.created:
+            envsecret.delete(state)
+        raise
+    envsecret.own(state)
+
+
+def _create(state: RunState) -> None:
     """The create, tried again while the API server refuses the connection, and once after
     an earlier holder of the name of the user's own has gone (run/earlier.py)."""
     with state.shields.shield():

@@ -91,6 +91,8 @@ def execute_phases(state: RunState) -> int:
     # After the log stream's start, so that its kubectl does not delay the output's.
     cleanup.start_sweep(state)
     outcome = watch.wait_for_finish(state.watch, started, stop=lambda: output.stopping(state))
+    if outcome is not None and outcome.pod_deleted and state.plan.kind == "Job":
+        outcome = _job_deadline(state) or outcome
     output.stop_forwarding(state)  # the container has ended: its ports close, as docker's do
     if outcome is None:
         raise ReaderGone("stdout was closed by its reader")
@@ -118,6 +120,13 @@ def _say_exited(state: RunState, outcome: podstate.Outcome, pod: str) -> None:
         reason=eventlog.exit_reason(latest, outcome),
         message=outcome.message,
     )
+def _job_deadline(state: RunState) -> podstate.Outcome | None:
+    """A Job whose pod was deleted: its own deadline's outcome, when that is why."""
+    found = verbs.get_object(state.target, "Job", state.plan.name)
+    try:
+        return podstate.job_deadline_outcome(json.loads(found.stdout)) if found.ok else None
+    except (ValueError, AttributeError):
+        return None
 
 
 def run_lifecycle(

@@ -19,7 +19,7 @@ import re
 import threading
 import urllib.parse
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
@@ -28,6 +28,7 @@ from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.cluster.listed import meta
 from kubectl_squarepeg.errors import ClusterError, SquarepegError
 from kubectl_squarepeg.plan.labels import RUN_ID_LABEL
+from kubectl_squarepeg.run import secretsweep
 from kubectl_squarepeg.run.orphans import (
     DEFAULT_SILENCE_SECONDS,
     FINISHED_FLOOR_SECONDS,
@@ -36,6 +37,7 @@ from kubectl_squarepeg.run.orphans import (
     judge_ages,
     label_selector,
 )
+from kubectl_squarepeg.run.secretsweep import UnownedSecret
 from kubectl_squarepeg.terminal.console import Console
 
 # Well under Linux's per-call argument limit (ARG_MAX is usually 2 MiB, shared with the
@@ -165,6 +167,9 @@ class SweepResult:
     # Finished resources old enough for the minimum age, left alone because they finished
     # less than FINISHED_FLOOR_SECONDS ago.
     below_floor: int = 0
+    # Run Secrets left without an owner by a killed run (run/secretsweep.py), deleted or,
+    # on a dry run, listed.
+    secrets: tuple[UnownedSecret, ...] = ()
 
 
 def _list(target: kubectl.Target, created_by: str) -> tuple[list[dict[str, Any]], str | None]:
@@ -196,8 +201,32 @@ def run_sweep(
     exclude_name: str | None = None,
     dry_run: bool = False,
     now: datetime | None = None,
+    secrets: bool = False,
 ) -> SweepResult:
-    """List, select, delete (unless `dry_run`). Raises only what kubectl.run raises."""
+    """List, select, delete (unless `dry_run`); with `secrets`, the unowned run Secrets
+    too. Raises only what kubectl.run raises."""
+    result = _run_sweep(target, created_by, min_age=min_age, silence=silence,
+                        exclude_uid=exclude_uid, exclude_name=exclude_name, dry_run=dry_run,
+                        now=now)
+    if not secrets:
+        return result
+    found, problems = secretsweep.sweep_secrets(
+        target, created_by, min_age=min_age, now=now or datetime.now(timezone.utc),
+        dry_run=dry_run)
+    return replace(result, secrets=tuple(found), problems=[*result.problems, *problems])
+
+
+def _run_sweep(
+    target: kubectl.Target,
+    created_by: str,
+    *,
+    min_age: float,
+    silence: float,
+    exclude_uid: str | None,
+    exclude_name: str | None,
+    dry_run: bool,
+    now: datetime | None,
+) -> SweepResult:
     items, problem = _list(target, created_by)
     problems = [problem] if problem else []
     candidates = find_candidates(
@@ -260,6 +289,7 @@ def sweep_in_background(
     console: Console,
     exclude_uid: str | None = None,
     exclude_name: str | None = None,
+    secrets: bool = False,
 ) -> SweepHandle:
     """Start the run's sweep. It reports on `console` (stderr) and never raises."""
     target = connection.target
@@ -273,6 +303,7 @@ def sweep_in_background(
                 silence=silence,
                 exclude_uid=exclude_uid,
                 exclude_name=exclude_name,
+                secrets=secrets,
             )
         except SquarepegError as exc:
             console.warn(f"orphan sweep skipped: {exc.message}")
@@ -282,6 +313,8 @@ def sweep_in_background(
             return
         if result.deleted:
             console.status(_summary(result.deleted))
+        for secret in result.secrets:
+            console.status(f"orphan sweep: deleted {secret.describe()}")
         if result.problems:
             said = "; ".join(result.problems)
             check = Commands(target, getattr(connection, "in_cluster", False)).permission_check(

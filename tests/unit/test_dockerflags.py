@@ -44,6 +44,7 @@ SQUAREPEG_ONLY = {
     "--dry-run", "--dry-run-server", "--config", "--service-account", "--node-selector",
     "--toleration", "--image-pull-secret", "--priority-class", "--as", "--as-group",
     "--events",
+    "--max-runtime", "--secret-env",
 }  # fmt: skip
 
 

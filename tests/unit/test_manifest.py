@@ -180,6 +180,8 @@ POD_FLAGS: list[tuple[dict[str, Any], dict[str, Any]]] = [
     ({"runtime": "gvisor"}, {"runtimeClassName": "gvisor"}),
     ({"service_account": "builder"}, {"serviceAccountName": "builder"}),
     ({"priority_class": "high"}, {"priorityClassName": "high"}),
+    ({"max_runtime": "90s"}, {"activeDeadlineSeconds": 90}),
+    ({"max_runtime": "0.2"}, {"activeDeadlineSeconds": 1}),  # rounded up, never early
     (
         {"add_host": ("a:10.0.0.1", "b:10.0.0.1", "c:10.0.0.2")},
         {

@@ -150,8 +150,8 @@ def test_a_pod_past_its_deadline_is_124_and_said_never_an_oom(main: dict[str, An
     result = podstate.outcome(p)
     assert result.exit_code == 124 and not result.from_container
     assert result.message == (
-        "pod slow passed its deadline of 5s (activeDeadlineSeconds) and was stopped by the "
-        "cluster (exit code 124)"
+        "pod slow passed its deadline of 5s (activeDeadlineSeconds, --max-runtime) and was "
+        "stopped by the cluster (exit code 124)"
     )
     assert podstate.has_finished(p)
 
@@ -322,3 +322,14 @@ def test_a_pod_stopped_by_stop_has_its_containers_own_code(code: int) -> None:
     assert podstate.stopped(p)
     result = podstate.outcome(p)
     assert (result.exit_code, result.from_container, result.message) == (code, True, None)
+def test_a_jobs_own_deadline_is_124_and_other_job_failures_are_not() -> None:
+    job = {"metadata": {"name": "j"}, "spec": {"activeDeadlineSeconds": 3},
+           "status": {"conditions": [{"type": "FailureTarget", "status": "True",
+                                      "reason": "DeadlineExceeded"}]}}
+    result = podstate.job_deadline_outcome(job)
+    assert result is not None and result.exit_code == 124 and result.pod_deleted
+    assert result.message is not None and result.message.startswith(
+        "job j passed its deadline of 3s (the Job's activeDeadlineSeconds; --max-runtime")
+    job["status"]["conditions"][0]["reason"] = "BackoffLimitExceeded"
+    assert podstate.job_deadline_outcome(job) is None
+    assert podstate.job_deadline_outcome({"metadata": {"name": "j"}}) is None
