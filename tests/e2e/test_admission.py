@@ -10,6 +10,7 @@ are the real API server's alone.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -144,3 +145,27 @@ def test_pod_security_warnings_are_shown_once_and_the_run_goes_on(
     assert (done.code, done.stdout) == (0, b"ran\n"), done.lines
     warned = [line for line in done.lines if "would violate PodSecurity" in line]
     assert len(warned) == 1 and warned[0].startswith("squarepeg: warning: "), done.lines
+
+
+def make_limit_range(kubesim: Any, namespace: str, limits: dict[str, Any]) -> None:
+    made = kubesim.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "bounds"},
+        "spec": {"limits": [{"type": "Container", **limits}]},
+    }).encode())
+    assert made.returncode == 0, made.stderr
+
+
+@pytest.mark.localkube_only("kubesim has no LimitRange admission")
+@MODES
+def test_a_limit_range_maximum_names_cpus_and_its_defaults_satisfy_a_quota(
+    squarepeg: Squarepeg, kubesim: Any, namespace: str, mode: str
+) -> None:
+    make_limit_range(kubesim, namespace, {"max": {"cpu": "200m"},
+                                          "default": {"cpu": "100m", "memory": "64Mi"}})
+    done, seconds = timed_run(squarepeg, mode, "--cpus", "1", "alpine", "true")
+    assert_refused_at_once(done, seconds, "maximum cpu usage per Container")
+    assert done.has_line("--cpus", "limitrange"), done.lines
+    # A quota that needs limits, met by the LimitRange's defaults: no flag needed.
+    make_quota(kubesim, namespace, "pods=5,limits.cpu=2,limits.memory=1Gi", "5")
+    ran = squarepeg("run", "--mode", mode, "alpine", "echo", "within")
+    assert (ran.code, ran.stdout) == (0, b"within\n"), ran.lines
