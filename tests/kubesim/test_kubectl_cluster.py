@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Kubesim
-from tests.helpers import json_stream, wait_until
+from tests.helpers import json_stream, pod_manifest, wait_until
 
 
 def ok(done: subprocess.CompletedProcess[bytes]) -> str:
@@ -26,11 +26,7 @@ def ok(done: subprocess.CompletedProcess[bytes]) -> str:
 
 
 def pod(name: str, command: list[str], image: str = "alpine", **extra: Any) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, **extra.pop("metadata", {})},
-            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 5,
-                     "containers": [{"name": "main", "image": image, "command": command}],
-                     **extra}}
+    return pod_manifest(name, command, image=image, grace=5, **extra)
 
 
 def create(kubesim: Kubesim, namespace: str, *docs: dict[str, Any]) -> None:

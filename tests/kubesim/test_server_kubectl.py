@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import json_stream, wait_until
+from tests.helpers import json_stream, pod_manifest, wait_until
 from tests.kubesim.inprocess import InProcess, running
 
 SCENARIO: dict[str, Any] = {
@@ -40,10 +40,7 @@ def k(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcess]:
 
 
 def pod(name: str, image: str = "alpine:3.20", **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-            "spec": {"restartPolicy": "Never",
-                     "containers": [{"name": "main", "image": image,
-                                     "command": ["sh", "-c", "echo hi"]}], **spec}}
+    return pod_manifest(name, ["sh", "-c", "echo hi"], image=image, **spec)
 
 
 def job(name: str, **meta: Any) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import LOCALKUBE, KubesimError, Localkube, localkube_default_node
-from tests.helpers import wait_until
+from tests.helpers import pod_manifest, wait_until
 from tests.kubesim.launcher import descendants
 
 GRACE = 8  # seconds: the controller manager's node-monitor-grace-period here
@@ -104,11 +104,8 @@ def _node_ready(cluster: TwoNodes, name: str) -> str:
 def _pod(cluster: TwoNodes, namespace: str, name: str, node: str, script: str,
          grace: int = 30) -> None:
     """A busybox pod on `node` (a nodeSelector on its hostname: the scheduler places it)."""
-    manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-                "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": grace,
-                         "nodeSelector": {"kubernetes.io/hostname": node},
-                         "containers": [{"name": "main", "image": "busybox",
-                                         "command": ["sh", "-c", script]}]}}
+    manifest = pod_manifest(name, ["sh", "-c", script], image="busybox", grace=grace,
+                            nodeSelector={"kubernetes.io/hostname": node})
     done = cluster.kubectl("apply", "-n", namespace, "-f", "-",
                            input=json.dumps(manifest).encode())
     assert done.returncode == 0, done.stderr
