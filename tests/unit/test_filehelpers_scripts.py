@@ -10,7 +10,6 @@ import io
 import signal
 import subprocess
 import tarfile
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ import pytest
 from kubectl_squarepeg.files.upload import check_sources, write_tar
 from kubectl_squarepeg.plan import filehelpers
 from kubectl_squarepeg.plan.mounts import BindMount
+from tests.helpers import wait_until
 
 DEADLINE = 20.0
 
@@ -63,10 +63,8 @@ def _wait(process: subprocess.Popen[bytes]) -> int:
 def _wait_for_its_loop(process: subprocess.Popen[bytes]) -> None:
     """Until the helper has started its first `sleep` (so its trap is set)."""
     children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
-    deadline = time.monotonic() + DEADLINE
-    while not children.read_text().strip():
-        assert time.monotonic() < deadline, "the helper never reached its loop"
-        time.sleep(0.01)
+    wait_until(lambda: children.read_text().strip(), DEADLINE, "the helper to reach its loop",
+               interval=0.01)
 
 
 def test_the_upload_helper_ends_once_the_upload_command_has_extracted(tmp_path: Path) -> None:
