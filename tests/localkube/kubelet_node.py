@@ -69,6 +69,7 @@ import yaml
 
 from tests.localkube import node_build, node_image
 from tests.localkube.build import BuildError
+from tests.localkube.commands import run_checked
 from tests.localkube.netns import (
     BRIDGE,
     CANDIDATE_POOLS,
@@ -227,12 +228,7 @@ def mounts_under(mountinfo: str, root: Path) -> list[str]:
 
 
 def _run(argv: list[str], what: str) -> str:
-    done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          timeout=120)
-    if done.returncode != 0:
-        raise StartError(f"{what} failed (exit {done.returncode}): {' '.join(argv)}\n"
-                         f"{(done.stderr or done.stdout).strip()}")
-    return done.stdout
+    return run_checked(argv, what, StartError, timeout=120)
 
 
 def _cgroup_hierarchies() -> list[Path]:
