@@ -100,6 +100,15 @@ def json_stream(text: str) -> list[Any]:
         out.append(value)
 
 
+def kill_leftover(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL a helper process a test started (a kubectl watch or follow, a script) if it
+    still runs, and reap it, its pipes drained: the `finally` that keeps a failed test from
+    leaving it behind. A squarepeg wants `stop_process`, which lets it delete its pod."""
+    if process.poll() is None:
+        process.kill()
+        process.communicate()
+
+
 def stop_process(process: subprocess.Popen[bytes]) -> None:
     """End a squarepeg a test left running (it failed before its end): SIGTERM first, so
     that squarepeg deletes its pod as a user's `kill` would have it do, and only then
