@@ -8,7 +8,8 @@ import json
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
@@ -98,6 +99,21 @@ def json_stream(text: str) -> list[Any]:
             return out
         value, i = decoder.raw_decode(text, i)
         out.append(value)
+
+
+def processes(*files: str) -> Iterator[tuple[int, tuple[bytes, ...]]]:
+    """(pid, the contents of its /proc/PID/FILE for each of `files`: `cmdline`, `environ`,
+    `stat`...) of every process now running whose files this user may read; one that ends
+    meanwhile or is another user's is passed over. For the tests that look for what a run
+    left behind (a kubectl, a port-forward) or what it showed (an argv)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            contents = tuple((entry / name).read_bytes() for name in files)
+        except OSError:
+            continue
+        yield int(entry.name), contents
 
 
 def kill_leftover(process: subprocess.Popen[bytes]) -> None:

@@ -67,6 +67,7 @@ from typing import Any
 
 import yaml
 
+from tests.helpers import processes
 from tests.localkube import node_build, node_image
 from tests.localkube.build import BuildError
 from tests.localkube.commands import run_checked
@@ -660,13 +661,10 @@ class KubeletNode:
         """The shims outlive containerd by design; ours name our socket on their command line."""
         marker = str(self.socket).encode()
         found = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            with contextlib.suppress(OSError):
-                argv = (entry / "cmdline").read_bytes().split(b"\0")
-                if argv and argv[0].endswith(SHIM.encode()) and marker in argv:
-                    found.append(int(entry.name))
+        for pid, (cmdline,) in processes("cmdline"):
+            argv = cmdline.split(b"\0")
+            if argv and argv[0].endswith(SHIM.encode()) and marker in argv:
+                found.append(pid)
         return found
 
     def _kill_shims(self) -> None:
