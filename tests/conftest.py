@@ -353,6 +353,7 @@ class Kubesim:
     name = "kubesim"
     context = "kubesim"
     ready_seconds = READY_SECONDS
+    ctl_seconds = 120.0
 
     def __init__(self, workdir: Path, scenario: dict[str, Any] | None = None):
         self.workdir = workdir
@@ -401,11 +402,17 @@ class Kubesim:
         raise KubesimError(f"{self.name} was not ready within {self.ready_seconds:g}s:\n"
                            f"{self.err.read_text(errors='replace')}")
 
+    def ctl_run(self, *args: str,
+                timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
+        """`scripts/NAME ctl --kubeconfig K ARGS...` to its end, whatever its exit: for the
+        tests of its refusals (within `ctl_seconds` unless `timeout` says otherwise)."""
+        return subprocess.run([str(self.script), "ctl", "--kubeconfig", str(self.kubeconfig),
+                               *args], env=self.env, capture_output=True,
+                              timeout=timeout or self.ctl_seconds, stdin=subprocess.DEVNULL)
+
     def ctl(self, *args: str) -> str:
         """`scripts/NAME ctl --kubeconfig K ARGS...`; its stdout, or KubesimError."""
-        done = subprocess.run([str(self.script), "ctl", "--kubeconfig", str(self.kubeconfig),
-                               *args], env=self.env, capture_output=True, timeout=120,
-                              stdin=subprocess.DEVNULL)
+        done = self.ctl_run(*args)
         if done.returncode != 0:
             raise KubesimError(f"{self.name} ctl {' '.join(args)} failed ({done.returncode}): "
                                f"{done.stderr.decode(errors='replace').strip()}")

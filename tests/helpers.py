@@ -1,4 +1,5 @@
-"""Small helpers shared by the tests: deadline polling instead of sleeps, and stopping a
+"""Small helpers shared by the tests: deadline polling instead of sleeps (`wait_until`), the
+one factory of pod manifests a test creates by hand (`pod_manifest`), and stopping a
 squarepeg a test left running."""
 
 from __future__ import annotations
@@ -7,7 +8,8 @@ import json
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
@@ -30,6 +32,34 @@ def wait_until(condition: Callable[[], T], seconds: float, what: str,
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {seconds}s waiting for {what}")
         pause.wait(interval)
+
+
+def pod_manifest(name: str, command: list[str] | None = None, *, image: str = "alpine",
+                 args: list[str] | None = None, labels: dict[str, str] | None = None,
+                 metadata: dict[str, Any] | None = None, restart_policy: str | None = "Never",
+                 grace: int | None = None, **spec: Any) -> dict[str, Any]:
+    """A pod as a test hands it to `kubectl create`: one container `main` of `image`, with
+    `command` and `args` where given; `restartPolicy` Never unless `restart_policy` says
+    otherwise (None: the API server's default), `terminationGracePeriodSeconds` where
+    `grace` is given; `metadata` adds to (or replaces) the name and labels, `spec` to the
+    spec. Only what is given is written, so the server defaults the rest as it would."""
+    container: dict[str, Any] = {"name": "main", "image": image}
+    if command is not None:
+        container["command"] = command
+    if args is not None:
+        container["args"] = args
+    meta: dict[str, Any] = {"name": name}
+    if labels is not None:
+        meta["labels"] = labels
+    meta.update(metadata or {})
+    body: dict[str, Any] = {}
+    if restart_policy is not None:
+        body["restartPolicy"] = restart_policy
+    if grace is not None:
+        body["terminationGracePeriodSeconds"] = grace
+    body["containers"] = [container]
+    body.update(spec)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": body}
 
 
 class ShellTerminal(Protocol):
@@ -69,6 +99,30 @@ def json_stream(text: str) -> list[Any]:
             return out
         value, i = decoder.raw_decode(text, i)
         out.append(value)
+
+
+def processes(*files: str) -> Iterator[tuple[int, tuple[bytes, ...]]]:
+    """(pid, the contents of its /proc/PID/FILE for each of `files`: `cmdline`, `environ`,
+    `stat`...) of every process now running whose files this user may read; one that ends
+    meanwhile or is another user's is passed over. For the tests that look for what a run
+    left behind (a kubectl, a port-forward) or what it showed (an argv)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            contents = tuple((entry / name).read_bytes() for name in files)
+        except OSError:
+            continue
+        yield int(entry.name), contents
+
+
+def kill_leftover(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL a helper process a test started (a kubectl watch or follow, a script) if it
+    still runs, and reap it, its pipes drained: the `finally` that keeps a failed test from
+    leaving it behind. A squarepeg wants `stop_process`, which lets it delete its pod."""
+    if process.poll() is None:
+        process.kill()
+        process.communicate()
 
 
 def stop_process(process: subprocess.Popen[bytes]) -> None:

@@ -27,6 +27,7 @@ CI runs the smoke set with that kubectl on localkube too, whose real API server 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -267,6 +268,19 @@ def squarepeg(kubesim: Any, namespace: str, tmp_path: Path) -> Iterator[Squarepe
         yield runner
     finally:
         runner.close()
+
+
+@contextlib.contextmanager
+def own_runner(sim: Any, home: Path) -> Iterator[Squarepeg]:
+    """A runner in `default` of a cluster of the test's own (`kubesim_factory`); after the
+    test, its runs stopped and `default` empty within 30 s (the cluster's stop alone would
+    not see a pod squarepeg left)."""
+    runner = Squarepeg(sim, "default", home)
+    try:
+        yield runner
+    finally:
+        runner.close()
+        wait_until(lambda: names(sim, "default") == [], 30, "default to be empty")
 
 
 def names(kubesim: Any, namespace: str, kinds: str = "pods,jobs") -> list[str]:

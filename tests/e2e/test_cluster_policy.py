@@ -18,6 +18,7 @@ import yaml
 
 from tests.e2e.conftest import Squarepeg, wait_until
 from tests.e2e.test_admission import assert_refused_at_once, timed_run
+from tests.helpers import pod_manifest
 
 
 @pytest.fixture
@@ -46,8 +47,7 @@ def pinned_images_policy(kubesim: Any, namespace: str) -> Iterator[str]:
     assert made.returncode == 0, made.stderr
 
     def denies() -> bool:  # the API server loads new policies a moment after they are made
-        probe = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe"},
-                 "spec": {"containers": [{"name": "main", "image": "alpine:latest"}]}}
+        probe = pod_manifest("probe", image="alpine:latest", restart_policy=None)
         done = kubesim.kubectl("create", "--dry-run=server", "-n", namespace, "-f", "-",
                                input=json.dumps(probe).encode())
         return b"images must be pinned" in done.stderr

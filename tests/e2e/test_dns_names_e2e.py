@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import Squarepeg
+from tests.helpers import pod_manifest
 
 # The API server limits a DNS-1123 subdomain to 253 characters, not its labels to 63.
 NAME_253 = ".".join(["a" * 63] * 3) + "." + "a" * 61
@@ -40,8 +41,7 @@ ADDRESS = "10.0.0.1"
 def api_server_takes(kubesim: Any, namespace: str, spec: dict[str, Any]) -> bool:
     """Whether the API server creates (in a dry run) a pod with this spec besides its
     container; refused for another reason than the spec fails the test."""
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe"},
-           "spec": {"containers": [{"name": "main", "image": "alpine"}], **spec}}
+    pod = pod_manifest("probe", restart_policy=None, **spec)
     done = kubesim.kubectl("create", "--dry-run=server", "-n", namespace, "-f", "-",
                            input=json.dumps(pod).encode())
     if done.returncode != 0:

@@ -26,6 +26,7 @@ from tests.e2e.conftest import (
     Squarepeg,
     isolated_env,
     names,
+    own_runner,
     wait_until,
 )
 
@@ -73,12 +74,8 @@ def run_sleeper_until(
 def own_cluster(kubesim_factory: Any, tmp_path: Path) -> Iterator[tuple[Any, Squarepeg]]:
     """A simulator of the test's own (its API server goes down), and a runner in `default`."""
     sim = kubesim_factory(None)
-    runner = Squarepeg(sim, "default", tmp_path)
-    try:
+    with own_runner(sim, tmp_path) as runner:
         yield sim, runner
-    finally:
-        runner.close()
-        wait_until(lambda: names(sim, "default") == [], 30, "default to be empty")
 
 
 def test_an_api_server_down_longer_than_the_reconnects_loses_no_output(

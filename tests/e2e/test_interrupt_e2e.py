@@ -36,7 +36,7 @@ from tests.e2e.conftest import (
     wait_until,
 )
 from tests.e2e.test_run import pod_phase
-from tests.helpers import stop_process
+from tests.helpers import processes, stop_process
 
 STOP_TIMEOUT = 3
 SLEEPER = ("--stop-timeout", str(STOP_TIMEOUT), "alpine", "sh", "-c", "echo ready; sleep 120")
@@ -283,18 +283,8 @@ def test_sigterm_behaves_as_the_first_ctrl_c(
 
 def kubectl_children_of(kubeconfig: str) -> list[int]:
     """Pids of kubectl processes whose environment points at this simulator."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if b"kubectl" in cmdline.split(b"\0")[0] and kubeconfig.encode() in environ:
-            found.append(int(entry.name))
-    return found
+    return [pid for pid, (cmdline, environ) in processes("cmdline", "environ")
+            if b"kubectl" in cmdline.split(b"\0")[0] and kubeconfig.encode() in environ]
 
 
 def test_sigkill_leaves_the_pod_and_no_kubectl_and_a_later_run_sweeps_it(

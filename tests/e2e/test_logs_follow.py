@@ -15,7 +15,7 @@ from kubectl_squarepeg.cluster import kubectl, verbs
 from kubectl_squarepeg.run.logs import LogFollower
 from kubectl_squarepeg.terminal.console import Console
 from tests.e2e.conftest import CLIENT_SIDE_LOG_DROP
-from tests.helpers import wait_until
+from tests.helpers import pod_manifest, wait_until
 
 LINES = 600
 # Numbered lines, several per second (so the resume point counts lines within a second), a
@@ -53,15 +53,7 @@ def target_of(kubesim: Any, namespace: str) -> kubectl.Target:
 
 
 def create_pod(target: kubectl.Target, name: str) -> None:
-    manifest = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [{"name": "main", "image": "alpine", "command": ["sh", "-c", SCRIPT]}],
-        },
-    }
+    manifest = pod_manifest(name, ["sh", "-c", SCRIPT])
     result = kubectl.run(["create", "-f", "-"], target, stdin=json.dumps(manifest).encode())
     assert result.ok, result.stderr
     wait_until(lambda: phase(target, name) in ("Running", "Succeeded"), 60, f"{name} to run")

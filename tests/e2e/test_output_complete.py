@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Squarepeg, names
+from tests.e2e.conftest import Squarepeg, own_runner
 from tests.helpers import wait_until
 
 LINES = 200_000
@@ -31,12 +31,8 @@ WRITER = f"sleep 3; seq 1 {LINES}; exit 3"
 def node(kubesim_factory: Any, tmp_path: Path, request: pytest.FixtureRequest
          ) -> Iterator[tuple[Any, Squarepeg]]:
     sim = kubesim_factory({"options": request.param})
-    runner = Squarepeg(sim, "default", tmp_path)
-    try:
+    with own_runner(sim, tmp_path) as runner:
         yield sim, runner
-    finally:
-        runner.close()
-        wait_until(lambda: names(sim, "default") == [], 30, "default to be empty")
 
 
 EARLY_END = {"log_follow_end_after_bytes": 300_000, "log_follow_end_times": 3}
@@ -186,13 +182,8 @@ def test_without_the_node_files_a_rotated_head_is_the_stated_limit(
 ) -> None:
     """The check needs `get nodes/proxy`: without it the run is as before the check (the
     README's limit), with no false alarm and no error of the check's own."""
-    sim = kubesim_factory(NO_NODE_FILES)
-    runner = Squarepeg(sim, "default", tmp_path)
-    try:
+    with own_runner(kubesim_factory(NO_NODE_FILES), tmp_path) as runner:
         done = runner("run", "--context", "kubesim-bob", "alpine", "sh", "-c",
                       HEAD_THEN_TAIL, namespaced=False)
-    finally:
-        runner.close()
-        wait_until(lambda: names(sim, "default") == [], 30, "default to be empty")
     assert (done.code, done.stdout) == (3, b"tail\n"), done.stderr
     assert not [line for line in done.lines if "warning" in line or "error" in line], done.lines

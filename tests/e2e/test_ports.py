@@ -23,7 +23,7 @@ import pytest
 
 from tests.conftest import Localkube
 from tests.e2e.conftest import Squarepeg, names
-from tests.helpers import wait_until
+from tests.helpers import processes, wait_until
 
 # The container: busybox httpd on port 80, a page, and a CGI script that ends the container
 # (exit 3) so the test decides when the run ends, with no clock; 60 s at most.
@@ -72,20 +72,14 @@ def _forwarders(parent: int | None = None, port: int | None = None) -> list[int]
     """The pids of the `kubectl port-forward` children of process `parent`, or of any
     process forwarding local `port` (a forward left behind by a run that has ended)."""
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
+    for pid, (stat, cmdline) in processes("stat", "cmdline"):
+        argv = cmdline.split(b"\0")
         if b"port-forward" not in argv:
             continue
-        child = parent is not None and int(stat.rpartition(")")[2].split()[1]) == parent
+        child = parent is not None and int(stat.rpartition(b")")[2].split()[1]) == parent
         forwards = port is not None and any(a.startswith(f"{port}:".encode()) for a in argv)
         if child or forwards:
-            found.append(int(entry.name))
+            found.append(pid)
     return found
 
 

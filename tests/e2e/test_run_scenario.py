@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import Squarepeg, counting_kubectl, names, wait_until, watched_pod
+from tests.helpers import pod_manifest, processes
 
 SCENARIO: dict[str, Any] = {
     "images": {"slowimage": {"entrypoint": [], "cmd": ["sh"], "pull_seconds": 3},
@@ -113,13 +114,10 @@ def test_a_dry_run_server_denial_does_not_suggest_dry_run_server(run_in: Any) ->
 def kubectl_watches_of(pods: list[str]) -> list[str]:
     """Command lines of live kubectl processes watching any of these pods."""
     found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            argv = (entry / "cmdline").read_bytes().decode(errors="replace")
-        except OSError:
-            continue
-        if watched_pod(argv.replace("\0", " ")) in pods:
-            found.append(argv.replace("\0", " "))
+    for _, (cmdline,) in processes("cmdline"):
+        argv = cmdline.decode(errors="replace").replace("\0", " ")
+        if watched_pod(argv) in pods:
+            found.append(argv)
     return found
 
 
@@ -186,10 +184,7 @@ def test_an_rbac_denied_sweep_does_not_change_the_exit_code(
 
 def test_a_slow_pulling_pod_is_never_swept(run_in: Any, cluster: Any, tmp_path: Path) -> None:
     labels = {"app.kubernetes.io/managed-by": "squarepeg", "squarepeg.io/created-by": "tester"}
-    pod = {"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"name": "pulling", "labels": labels},
-           "spec": {"restartPolicy": "Never",
-                    "containers": [{"name": "main", "image": "glacial", "args": ["true"]}]}}
+    pod = pod_manifest("pulling", image="glacial", args=["true"], labels=labels)
     created_at = time.monotonic()
     created = cluster.kubectl("create", "-n", "default", "-f", "-",
                               input=yaml.safe_dump(pod).encode())

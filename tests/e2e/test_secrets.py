@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.conftest import Squarepeg, wait_until
+from tests.helpers import processes
 
 SCAN_SECONDS = 0.01
 
@@ -59,18 +60,10 @@ def test_env_values_reach_the_manifest_and_never_squarepegs_stderr(
 def _argv_of_marked(mark: bytes, skip: set[int]) -> list[bytes]:
     """The argv of every process whose environment holds `mark` (what squarepeg started,
     and what those started: kubectl, the containers), but the `skip` ones."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) not in skip:
-            try:
-                if mark in (entry / "environ").read_bytes().split(b"\0"):
-                    argv = (entry / "cmdline").read_bytes()
-                    # A child between fork and exec still shows squarepeg's own argv.
-                    if b"kubectl-squarepeg\0run\0" not in argv:
-                        found.append(argv)
-            except OSError:
-                pass
-    return found
+    # A child between fork and exec still shows squarepeg's own argv.
+    return [argv for pid, (environ, argv) in processes("environ", "cmdline")
+            if pid not in skip and mark in environ.split(b"\0")
+            and b"kubectl-squarepeg\0run\0" not in argv]
 
 
 def test_no_process_argv_holds_the_manifest_or_a_secret(

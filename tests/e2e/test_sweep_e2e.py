@@ -24,6 +24,7 @@ from tests.e2e.conftest import (
     skip_where_the_kubelet_owns_pod_status,
     wait_until,
 )
+from tests.helpers import pod_manifest
 
 USER = "tester"
 # How much earlier the finished orphans are made to have finished: past the sweep's floor.
@@ -40,15 +41,8 @@ def labels(*, user: str = USER, keep: bool = False) -> dict[str, str]:
 
 
 def pod(name: str, *, image: str = "alpine", script: str = "true", **label_args: Any) -> Any:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": labels(**label_args)},
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [{"name": "main", "image": image, "args": ["sh", "-c", script]}],
-        },
-    }
+    return pod_manifest(name, image=image, args=["sh", "-c", script],
+                        labels=labels(**label_args))
 
 
 def job(name: str, *, image: str = "alpine", script: str = "true") -> Any:

@@ -2,9 +2,9 @@
 started Cluster without any HTTP, objects shaped as the API server stores them, and waits
 that poll a condition with a deadline.
 
-Import `sim_fixture` and `sim_with_fixture` into a test module for the fixtures `sim` (a
-started cluster) and `sim_with` (a factory taking scenario keys). Both stop their clusters
-after the test and fail it if any process group the kubelet started is still alive.
+The fixtures `sim` (a started cluster) and `sim_with` (a factory taking scenario keys) are
+defined here and offered to every test in tests/kubesim by its conftest.py. Both stop their
+clusters after the test and fail it if any process group the kubelet started is still alive.
 """
 
 from __future__ import annotations

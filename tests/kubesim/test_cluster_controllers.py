@@ -13,8 +13,6 @@ from tests.kubesim.cluster_testkit import (
     container,
     live_groups,
     pod_object,
-    sim_fixture,  # noqa: F401 - the `sim` fixture
-    sim_with_fixture,  # noqa: F401 - the `sim_with` fixture
     wait_until,
 )
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import wait_until
+from tests.helpers import pod_manifest, wait_until
 
 PY = sys.executable
 
@@ -24,10 +24,7 @@ PAYLOAD = (bytes(range(256)) + b"\n\x1b[1;32mgreen\x1b[0m 10%\r55%\r100%\n"
 
 
 def pod(name: str, command: list[str], **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-            "spec": {"restartPolicy": "Never",
-                     "containers": [{"name": "main", "image": "alpine:3.20",
-                                     "command": command}], **spec}}
+    return pod_manifest(name, command, image="alpine:3.20", **spec)
 
 
 def create(kubesim: Any, namespace: str, obj: dict[str, Any]) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Kubesim
-from tests.helpers import json_stream, wait_until
+from tests.helpers import json_stream, kill_leftover, pod_manifest, wait_until
 
 
 def ok(done: subprocess.CompletedProcess[bytes]) -> str:
@@ -26,11 +26,7 @@ def ok(done: subprocess.CompletedProcess[bytes]) -> str:
 
 
 def pod(name: str, command: list[str], image: str = "alpine", **extra: Any) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, **extra.pop("metadata", {})},
-            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 5,
-                     "containers": [{"name": "main", "image": image, "command": command}],
-                     **extra}}
+    return pod_manifest(name, command, image=image, grace=5, **extra)
 
 
 def create(kubesim: Kubesim, namespace: str, *docs: dict[str, Any]) -> None:
@@ -149,9 +145,7 @@ def test_dropped_log_stream_ends_kubectl_logs_f_with_unexpected_eof(kubesim: Kub
         assert answer["dropped"] >= 1
         out, err = follower.communicate(timeout=30)
     finally:
-        if follower.poll() is None:
-            follower.kill()
-            follower.communicate()
+        kill_leftover(follower)
     assert follower.returncode == 1
     assert err.decode().strip() == "error: unexpected EOF"
     assert out.startswith(b"tick\nti") or out == b"tick\nti"
@@ -175,9 +169,7 @@ def test_watch_follows_a_pod_to_completion_and_ends_at_a_drop(kubesim: Kubesim,
                    10, "a watch to drop")
         out, err = watcher.communicate(timeout=30)
     finally:
-        if watcher.poll() is None:
-            watcher.kill()
-            watcher.communicate()
+        kill_leftover(watcher)
     assert watcher.returncode == 0, err
     objects = json_stream(out.decode())
     phases = [o["status"].get("phase") for o in objects]
@@ -311,9 +303,7 @@ def _follow_once(sim: Kubesim, name: str, seconds: float) -> tuple[int | None, b
     except subprocess.TimeoutExpired:
         return None, b""
     finally:
-        if follower.poll() is None:
-            follower.kill()
-            follower.communicate()
+        kill_leftover(follower)
 
 
 def test_standing_faults_cut_each_log_stream_and_watch_so_many_times(

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import json_stream, wait_until
+from tests.helpers import json_stream, kill_leftover, pod_manifest, wait_until
 from tests.kubesim.inprocess import InProcess, running
 
 SCENARIO: dict[str, Any] = {
@@ -40,10 +40,7 @@ def k(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcess]:
 
 
 def pod(name: str, image: str = "alpine:3.20", **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-            "spec": {"restartPolicy": "Never",
-                     "containers": [{"name": "main", "image": image,
-                                     "command": ["sh", "-c", "echo hi"]}], **spec}}
+    return pod_manifest(name, ["sh", "-c", "echo hi"], image=image, **spec)
 
 
 def job(name: str, **meta: Any) -> dict[str, Any]:
@@ -305,9 +302,7 @@ def watch_output(k: InProcess, args: list[str], changes: Callable[[], None]) -> 
         k.sim.api.drop_watches()
         out, errors = watcher.communicate(timeout=20)
     finally:
-        if watcher.poll() is None:
-            watcher.kill()
-            watcher.communicate()
+        kill_leftover(watcher)
     assert watcher.returncode == 0, errors
     return out.decode()
 
@@ -536,9 +531,7 @@ def test_delete_pod_and_wait_follows_it_until_it_is_gone(k: InProcess) -> None:
         k.sim.store.delete("pods", "default", "waited")  # what the kubelet does at the end
         out, errors = deleter.communicate(timeout=20)
     finally:
-        if deleter.poll() is None:
-            deleter.kill()
-            deleter.communicate()
+        kill_leftover(deleter)
     assert deleter.returncode == 0, errors
     assert out == b'pod "waited" deleted\n'
 
@@ -642,9 +635,7 @@ def test_follow_ends_cleanly_at_exit_and_with_eof_when_dropped(k: InProcess) -> 
         assert out == b"2026-01-01T00:00:00.500000000Z first\n"
     finally:
         for process in (clean, cut):
-            if process.poll() is None:
-                process.kill()
-                process.communicate()
+            kill_leftover(process)
         for name in ("clean", "cut"):
             k.sim.store.delete("pods", "default", name)
             book.remove("default", name)

@@ -67,8 +67,10 @@ from typing import Any
 
 import yaml
 
+from tests.helpers import processes
 from tests.localkube import node_build, node_image
 from tests.localkube.build import BuildError
+from tests.localkube.commands import run_checked
 from tests.localkube.netns import (
     BRIDGE,
     CANDIDATE_POOLS,
@@ -227,12 +229,7 @@ def mounts_under(mountinfo: str, root: Path) -> list[str]:
 
 
 def _run(argv: list[str], what: str) -> str:
-    done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          timeout=120)
-    if done.returncode != 0:
-        raise StartError(f"{what} failed (exit {done.returncode}): {' '.join(argv)}\n"
-                         f"{(done.stderr or done.stdout).strip()}")
-    return done.stdout
+    return run_checked(argv, what, StartError, timeout=120)
 
 
 def _cgroup_hierarchies() -> list[Path]:
@@ -664,13 +661,10 @@ class KubeletNode:
         """The shims outlive containerd by design; ours name our socket on their command line."""
         marker = str(self.socket).encode()
         found = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            with contextlib.suppress(OSError):
-                argv = (entry / "cmdline").read_bytes().split(b"\0")
-                if argv and argv[0].endswith(SHIM.encode()) and marker in argv:
-                    found.append(int(entry.name))
+        for pid, (cmdline,) in processes("cmdline"):
+            argv = cmdline.split(b"\0")
+            if argv and argv[0].endswith(SHIM.encode()) and marker in argv:
+                found.append(pid)
         return found
 
     def _kill_shims(self) -> None:

@@ -91,6 +91,7 @@ from typing import Any
 
 import yaml
 
+from tests.helpers import pod_manifest
 from tests.kubesim.launcher import write_kubeconfig
 from tests.kubesim.scenario import ScenarioError, load_scenario
 from tests.localkube import build, node_build, pki
@@ -333,12 +334,8 @@ class Cluster:
             name = CANARY if node is None else f"{CANARY}-{node}"
             selector = {} if node is None else {
                 "nodeSelector": {"kubernetes.io/hostname": node}}
-            self.api.request("POST", path, {
-                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-                "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
-                         **selector,
-                         "containers": [{"name": "main", "image": "busybox",
-                                         "command": ["true"]}]}})
+            self.api.request("POST", path, pod_manifest(name, ["true"], image="busybox",
+                                                        grace=0, **selector))
             names[name] = node or NODE_NAME
 
         def succeeded(name: str) -> bool:

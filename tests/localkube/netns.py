@@ -64,6 +64,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tests.localkube.commands import run_checked
+
 CANDIDATE_POOLS = ("10.244.0.0/16", "172.29.0.0/16", "192.168.0.0/16")
 NODE_LINK = "eth0"
 BRIDGE = "lkbr0"
@@ -191,12 +193,7 @@ def choose_block(addresses: list[dict[str, Any]], routes: list[dict[str, Any]],
 
 
 def _run(argv: list[str], what: str) -> str:
-    done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          timeout=60)
-    if done.returncode != 0:
-        raise NetworkError(f"{what} failed (exit {done.returncode}): {' '.join(argv)}\n"
-                           f"{(done.stderr or done.stdout).strip()}")
-    return done.stdout
+    return run_checked(argv, what, NetworkError, timeout=60)
 
 
 def machine_network() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

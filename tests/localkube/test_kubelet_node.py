@@ -19,7 +19,6 @@ import random
 import re
 import struct
 import subprocess
-import sys
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,8 +30,7 @@ from tests.conftest import Localkube
 from tests.helpers import wait_until
 from tests.kubesim.launcher import descendants
 from tests.localkube import build, kubelet_node, netns, node_build, node_image
-
-SQUAREPEG = str(Path(sys.executable).parent / "kubectl-squarepeg")
+from tests.localkube.commands import ip_json, run, squarepeg
 
 
 def _layer_members(img: node_image.Image) -> dict[str, tarfile.TarInfo]:
@@ -299,8 +297,7 @@ def kubesim(localkube_session: Localkube) -> Iterator[Localkube]:
 
 def _squarepeg(cluster: Localkube, namespace: str,
                *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([SQUAREPEG, "run", "-n", namespace, *args], env=cluster.env,
-                          capture_output=True, stdin=subprocess.DEVNULL, timeout=120)
+    return squarepeg(cluster.env, "run", "-n", namespace, *args, timeout=120)
 
 
 def _needs_the_kubelet(cluster: Localkube) -> None:
@@ -323,11 +320,6 @@ def test_squarepeg_on_the_real_kubelet(kubesim: Localkube, namespace: str) -> No
     typo = _squarepeg(kubesim, namespace, "alpinee", "true")
     assert typo.returncode == 125 and b"ErrImagePull" in typo.stderr, typo.stderr
     assert b"docker.io/library/alpinee:latest: not found" in typo.stderr
-
-
-def _ip(*argv: str) -> Any:
-    return json.loads(subprocess.run(["ip", "-j", *argv], capture_output=True, check=True,
-                                     stdin=subprocess.DEVNULL).stdout or b"[]")
 
 
 def _cluster_pids(cluster: Localkube) -> dict[str, int]:
@@ -355,7 +347,7 @@ def test_the_node_network_is_a_namespace_of_its_own(kubesim: Localkube) -> None:
     [internal] = [a["address"] for a in nodes["items"][0]["status"]["addresses"]
                   if a["type"] == "InternalIP"]
     ours = f"lkh{kubesim.process.pid}"  # scripts/localkube execs the launcher in place
-    addresses, routes = _ip("-4", "addr"), _ip("-4", "route", "show", "table", "all")
+    addresses, routes = ip_json("-4", "addr"), ip_json("-4", "route", "show", "table", "all")
     held = {(link["ifname"], info["local"]) for link in addresses
             for info in link.get("addr_info") or [] if info.get("family") == "inet"}
     assert internal not in {address for _, address in held}
@@ -366,8 +358,8 @@ def test_the_node_network_is_a_namespace_of_its_own(kubesim: Localkube) -> None:
         [a for a in addresses if a["ifname"] != ours],
         [r for r in routes if r.get("dev") != ours])
     assert not any(link.overlaps(other) for other in others), others
-    inside = subprocess.run(["nsenter", f"--net=/proc/{pids['kubelet']}/ns/net", "ip", "-j",
-                             "-4", "route"], capture_output=True, check=True).stdout
+    inside = run(["nsenter", f"--net=/proc/{pids['kubelet']}/ns/net", "ip", "-j", "-4",
+                  "route"], check=True).stdout
     node_routes = json.loads(inside)
     assert not any(r["dst"] == "default" for r in node_routes), node_routes  # goes nowhere
     assert {r["dev"] for r in node_routes} == {netns.NODE_LINK, netns.BRIDGE}, node_routes
@@ -399,13 +391,13 @@ def test_a_stopped_kubelet_node_leaves_nothing(tmp_path: Path) -> None:
         node_mounts = Path(f"/proc/{kubelet}/mountinfo").read_text()
         assert f"{state}/node/var-log /var/log " in node_mounts.replace("\\040", " ") or \
             any(line.split()[4] == "/var/log" for line in node_mounts.splitlines())
-        assert f"lkh{launcher}" in {link["ifname"] for link in _ip("link")}
+        assert f"lkh{launcher}" in {link["ifname"] for link in ip_json("link")}
         assert _shared_files_of(state)  # so the check below can see them
     finally:
         cluster.stop()  # fails if a process started under it outlived it
     assert not state.exists()
     assert not [p for p in _mount_points() if p.startswith(str(state))]
-    assert f"lkh{launcher}" not in {link["ifname"] for link in _ip("link")}
+    assert f"lkh{launcher}" not in {link["ifname"] for link in ip_json("link")}
     assert _mount_points().count(str(kubelet_node.NODE_VAR_LOG)) == var_log_before
     assert not list(Path("/sys/fs/cgroup").glob(f"*/localkube-{launcher}"))
     assert not _shared_files_of(state)

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.conftest import LOCALKUBE, Localkube
+from tests.conftest import Localkube
 from tests.helpers import wait_until
 from tests.kubesim.launcher import descendants
 from tests.kubesim.test_client import (  # noqa: F401 - collected again, on localkube
@@ -178,11 +177,9 @@ def test_an_eviction_by_the_node(agent_cluster: Localkube) -> None:
 
 
 def test_a_fault_only_kubesim_makes_is_refused(kubesim: Localkube) -> None:
-    done = subprocess.run([str(LOCALKUBE), "ctl", "--kubeconfig", str(kubesim.kubeconfig),
-                           "restart"], capture_output=True, stdin=subprocess.DEVNULL)
+    done = kubesim.ctl_run("restart")
     assert done.returncode == 2  # argparse: --down is required
-    stats = subprocess.run([str(LOCALKUBE), "ctl", "--kubeconfig", str(kubesim.kubeconfig),
-                            "stats"], capture_output=True, stdin=subprocess.DEVNULL)
+    stats = kubesim.ctl_run("stats")
     assert stats.returncode == 2 and b"invalid choice" in stats.stderr
 
 
@@ -190,6 +187,5 @@ def test_the_agents_faults_are_refused_on_the_kubelet_node(kubesim: Localkube) -
     if kubesim.node != "kubelet":
         pytest.skip("this session's node is the node agent (LOCALKUBE_NODE=agent)")
     for verb in (["evict", "default/nothing"], ["drop-logs"]):
-        done = subprocess.run([str(LOCALKUBE), "ctl", "--kubeconfig", str(kubesim.kubeconfig),
-                               *verb], capture_output=True, stdin=subprocess.DEVNULL)
+        done = kubesim.ctl_run(*verb)
         assert done.returncode == 1 and b"a fault of the node agent" in done.stderr, done

@@ -20,7 +20,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,37 +27,29 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import LOCALKUBE, KubesimError, Localkube, localkube_default_node
-from tests.helpers import wait_until
+from tests.conftest import Localkube, localkube_default_node
+from tests.helpers import pod_manifest, wait_until
 from tests.kubesim.launcher import descendants
+from tests.localkube.commands import ip_json, squarepeg
 
 GRACE = 8  # seconds: the controller manager's node-monitor-grace-period here
 # A stopped node is NotReady once the grace has passed since its last lease renewal, seen
 # at the controller's next check (every GRACE/5 s); the rest is this busy machine's slack.
 NOT_READY_SECONDS = GRACE + 30
 CTL_SECONDS = 330.0  # add-node pushes the images, waits for Ready and runs a canary
-SQUAREPEG = str(Path(sys.executable).parent / "kubectl-squarepeg")
 
 
 class TwoNodes(Localkube):
     """A localkube with two kubelet nodes and a short node grace."""
 
     ready_seconds = 300.0
+    ctl_seconds = CTL_SECONDS
 
     def __init__(self, workdir: Path) -> None:
         super().__init__(workdir, node="kubelet")
 
     def serve_argv(self) -> list[str]:
         return ["--node", "kubelet", "--nodes", "2", "--node-grace", str(GRACE)]
-
-    def ctl(self, *args: str) -> str:
-        done = subprocess.run([str(LOCALKUBE), "ctl", "--kubeconfig", str(self.kubeconfig),
-                               *args], env=self.env, capture_output=True, timeout=CTL_SECONDS,
-                              stdin=subprocess.DEVNULL)
-        if done.returncode != 0:
-            raise KubesimError(f"localkube ctl {' '.join(args)} failed ({done.returncode}): "
-                               f"{done.stderr.decode(errors='replace').strip()}")
-        return done.stdout.decode()
 
     def answer(self, *args: str) -> dict[str, Any]:
         return json.loads(self.ctl(*args))  # type: ignore[no-any-return]
@@ -75,14 +66,9 @@ def kubesim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoNodes]:
         yield cluster
     finally:
         cluster.stop()  # fails if a process started under it outlived it
-    links = {link["ifname"] for link in _ip("link")}
+    links = {link["ifname"] for link in ip_json("link")}
     assert not [name for name in links if name.startswith(f"lkh{launcher}")], links
     assert not list(Path("/sys/fs/cgroup").glob(f"*/localkube-{launcher}*"))
-
-
-def _ip(*argv: str) -> Any:
-    return json.loads(subprocess.run(["ip", "-j", *argv], capture_output=True, check=True,
-                                     stdin=subprocess.DEVNULL).stdout or b"[]")
 
 
 def _nodes(cluster: TwoNodes) -> dict[str, dict[str, Any]]:
@@ -104,11 +90,8 @@ def _node_ready(cluster: TwoNodes, name: str) -> str:
 def _pod(cluster: TwoNodes, namespace: str, name: str, node: str, script: str,
          grace: int = 30) -> None:
     """A busybox pod on `node` (a nodeSelector on its hostname: the scheduler places it)."""
-    manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-                "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": grace,
-                         "nodeSelector": {"kubernetes.io/hostname": node},
-                         "containers": [{"name": "main", "image": "busybox",
-                                         "command": ["sh", "-c", script]}]}}
+    manifest = pod_manifest(name, ["sh", "-c", script], image="busybox", grace=grace,
+                            nodeSelector={"kubernetes.io/hostname": node})
     done = cluster.kubectl("apply", "-n", namespace, "-f", "-",
                            input=json.dumps(manifest).encode())
     assert done.returncode == 0, done.stderr
@@ -163,7 +146,7 @@ def test_two_nodes_are_ready_each_in_namespaces_of_its_own(kubesim: TwoNodes) ->
     for kind in ("net", "mnt"):
         spaces = {os.readlink(f"/proc/{pid}/ns/{kind}") for pid in kubelets}
         assert len(spaces) == 2 and os.readlink(f"/proc/self/ns/{kind}") not in spaces
-    links = {link["ifname"] for link in _ip("link")}
+    links = {link["ifname"] for link in ip_json("link")}
     assert {facts[name]["hostLink"] for name in nodes} <= links
 
 
@@ -230,9 +213,7 @@ def test_a_stopped_node_is_not_ready_within_the_grace_and_boots_again(
     assert _node_ready(kubesim, "localkube-node-1") == "True"
     # The pod is still bound there, as on a real cluster (tolerations of 300 s).
     assert _pod_field(kubesim, namespace, "lost", "{.spec.nodeName}") == node
-    refused = subprocess.run([str(LOCALKUBE), "ctl", "--kubeconfig", str(kubesim.kubeconfig),
-                              "stop-node", node], capture_output=True, env=kubesim.env,
-                             stdin=subprocess.DEVNULL, timeout=60)
+    refused = kubesim.ctl_run("stop-node", node, timeout=60)
     assert refused.returncode == 1 and b"is stopped" in refused.stderr, refused
     assert kubesim.answer("start-node", node)["started"] == node
     wait_until(lambda: _node_ready(kubesim, node) == "True", 120, f"{node} Ready again",
@@ -286,9 +267,7 @@ def test_an_added_node_joins_ready_and_runs_pods(kubesim: TwoNodes, namespace: s
 
 
 def test_an_unknown_node_is_refused_with_the_known_ones(kubesim: TwoNodes) -> None:
-    done = subprocess.run([str(LOCALKUBE), "ctl", "--kubeconfig", str(kubesim.kubeconfig),
-                           "stop-node", "nowhere"], capture_output=True, env=kubesim.env,
-                          stdin=subprocess.DEVNULL, timeout=60)
+    done = kubesim.ctl_run("stop-node", "nowhere", timeout=60)
     assert done.returncode == 1
     assert re.search(rb'node "nowhere" is not one of .*localkube-node-1', done.stderr), done
 
@@ -296,9 +275,8 @@ def test_an_unknown_node_is_refused_with_the_known_ones(kubesim: TwoNodes) -> No
 def _squarepeg(cluster: TwoNodes, namespace: str, name: str,
                *args: str) -> subprocess.CompletedProcess[bytes]:
     """`kubectl squarepeg run --keep --name NAME ARGS` (kept: the test reads where it ran)."""
-    return subprocess.run([SQUAREPEG, "run", "-n", namespace, "--name", name, "--keep",
-                           *args], env=cluster.env, capture_output=True,
-                          stdin=subprocess.DEVNULL, timeout=180)
+    return squarepeg(cluster.env, "run", "-n", namespace, "--name", name, "--keep", *args,
+                     timeout=180)
 
 
 def _placed(cluster: TwoNodes, namespace: str, name: str,

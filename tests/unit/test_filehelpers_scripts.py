@@ -10,7 +10,6 @@ import io
 import signal
 import subprocess
 import tarfile
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ import pytest
 from kubectl_squarepeg.files.upload import check_sources, write_tar
 from kubectl_squarepeg.plan import filehelpers
 from kubectl_squarepeg.plan.mounts import BindMount
+from tests.helpers import kill_leftover, wait_until
 
 DEADLINE = 20.0
 
@@ -55,18 +55,14 @@ def _wait(process: subprocess.Popen[bytes]) -> int:
     try:
         return process.wait(timeout=DEADLINE)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        kill_leftover(process)
 
 
 def _wait_for_its_loop(process: subprocess.Popen[bytes]) -> None:
     """Until the helper has started its first `sleep` (so its trap is set)."""
     children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
-    deadline = time.monotonic() + DEADLINE
-    while not children.read_text().strip():
-        assert time.monotonic() < deadline, "the helper never reached its loop"
-        time.sleep(0.01)
+    wait_until(lambda: children.read_text().strip(), DEADLINE, "the helper to reach its loop",
+               interval=0.01)
 
 
 def test_the_upload_helper_ends_once_the_upload_command_has_extracted(tmp_path: Path) -> None:
@@ -84,9 +80,7 @@ def test_the_upload_helper_ends_once_the_upload_command_has_extracted(tmp_path: 
         assert _wait(upload) == 0
         assert _wait(helper) == 0
     finally:
-        if helper.poll() is None:
-            helper.kill()
-            helper.wait()
+        kill_leftover(helper)
     arrived = tmp_path / "mounts" / "1" / "content"
     assert (arrived / "sub" / "d.txt").read_text() == "d"
     assert (arrived / "run.sh").stat().st_mode & 0o777 == 0o750
@@ -128,9 +122,7 @@ def test_the_copy_back_helper_outlives_sigterm_until_squarepeg_has_copied(
         subprocess.run(_local(filehelpers.COPIED_COMMAND, tmp_path), check=True)
         assert _wait(helper) == 0
     finally:
-        if helper.poll() is None:
-            helper.kill()
-            helper.wait()
+        kill_leftover(helper)
 
 
 @pytest.mark.parametrize("name", [filehelpers.UPLOAD_HELPER, filehelpers.COPY_BACK_HELPER])

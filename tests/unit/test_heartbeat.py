@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import pytest
 
 from kubectl_squarepeg.cluster import kubectl, verbs
 from kubectl_squarepeg.cluster.target import Target
 from kubectl_squarepeg.run import heartbeat
+from tests.helpers import wait_until
 
 
 def test_the_value_is_a_utc_time_to_the_second() -> None:
     assert heartbeat.alive_at(0.9) == "1970-01-01T00:00:00Z"
     assert heartbeat.alive_at(1_796_000_000.5) == "2026-11-30T00:53:20Z"
-
-
-def until(condition: Any, seconds: float = 5.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
 
 
 FORBIDDEN = b'Error from server (Forbidden): pods "p" is forbidden'
@@ -41,7 +34,8 @@ def test_renewals_go_on_until_stopped_or_refused_for_good(
     beat = heartbeat.Heartbeat(Target(namespace="ns"), "Pod", "p", clock=lambda: 0.0,
                                first=0.01, every=0.01).start()
     try:
-        until(lambda: len(calls) >= (3 if beats_on else 1))
+        wait_until(lambda: len(calls) >= (3 if beats_on else 1), 5.0, "the renewals",
+                   interval=0.01)
         if not beats_on:
             time.sleep(0.1)
             assert len(calls) == 1  # a final refusal ends the heartbeat

@@ -20,6 +20,7 @@ from kubectl_squarepeg.cluster import kubectl
 from kubectl_squarepeg.errors import Interrupted
 from kubectl_squarepeg.run import interrupt
 from kubectl_squarepeg.terminal.console import Console
+from tests.helpers import wait_until
 
 TARGET = kubectl.Target(context="kubesim", kubeconfig="/home/u/.kube/config", namespace="ci")
 POD = interrupt.Resource("Pod", "squarepeg-alpine-a1b2c3", TARGET)
@@ -451,10 +452,7 @@ def test_process_abandon_ends_the_kubectl_children(tmp_path: os.PathLike[str]) -
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=10)
     assert proc.returncode == 130
-    deadline = time.monotonic() + 5
-    while _alive(child_pid) and time.monotonic() < deadline:
-        threading.Event().wait(0.02)
-    assert not _alive(child_pid)
+    wait_until(lambda: not _alive(child_pid), 5, "the child to end", interval=0.02)
 
 
 def _alive(pid: int) -> bool:

@@ -18,6 +18,7 @@ from kubectl_squarepeg.run.logdecoder import LogDecoder, ResumePoint
 from kubectl_squarepeg.run.logs import LogFollower
 from kubectl_squarepeg.run.logstream import Backoff, retryable
 from kubectl_squarepeg.terminal.console import Console
+from tests.helpers import wait_until
 
 
 def ts(second: int, nanos: int) -> bytes:
@@ -510,7 +511,7 @@ def test_a_clean_end_before_the_container_ended_is_resumed() -> None:
     def caught_up() -> bool:
         return len(fake.calls) == 2 and out.getvalue() == content(SAMPLE)
 
-    assert wait_until(caught_up)
+    wait_until(caught_up, 5.0, "the resumed stream to catch up", interval=0.01)
     assert err.getvalue() == ""  # no "will retry" for a clean end
     logs.stop()
     assert logs.join(5.0) is True
@@ -538,7 +539,8 @@ def test_clean_ends_that_use_up_the_attempts_wait_quietly_for_the_end() -> None:
 def test_stop_ends_the_stream_without_complaint() -> None:
     logs, fake, out, err = follower([Script([render(SAMPLE[:2])], None)])
     logs.start()
-    assert wait_until(lambda: out.getvalue() == b"first line\nsame timestamp\n")
+    wait_until(lambda: out.getvalue() == b"first line\nsame timestamp\n", 5.0,
+               "the first two lines", interval=0.01)
     logs.stop()
     assert logs.join(5.0) is True
     assert fake.streams[0].terminated.is_set()
@@ -605,15 +607,6 @@ def test_finish_and_join_before_start() -> None:
     assert logs.finish(0.1) is True
     assert logs.join(0.1) is True
     assert fake.calls == []
-
-
-def wait_until(condition: Callable[[], bool], seconds: float = 5.0) -> bool:
-    done = threading.Event()
-    for _ in range(int(seconds / 0.01)):
-        if condition():
-            return True
-        done.wait(0.01)
-    return condition()
 
 
 def test_the_log_request_is_what_kubectl_logs_sends() -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 
 import pytest
 
@@ -11,6 +12,7 @@ from kubectl_squarepeg.errors import UsageError
 from kubectl_squarepeg.plan.ports import PublishedPort, check_published, parse_publish
 from kubectl_squarepeg.plan.values import ValueProblem
 from kubectl_squarepeg.run.ports import reserve
+from tests.helpers import wait_until
 
 LOCAL = "127.0.0.1"
 
@@ -173,13 +175,8 @@ def _forwarding(monkeypatch: pytest.MonkeyPatch, script: list[tuple[bool, bytes]
     return forwarding, started, said.lines
 
 
-def _until(condition: object) -> None:
-    import time
-
-    deadline = time.monotonic() + 10
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
+def _until(condition: Callable[[], object]) -> None:
+    wait_until(condition, 10, "the forwarding's next step", interval=0.01)
 
 
 def test_a_forward_that_never_listened_fails_the_run_with_kubectls_reason(
