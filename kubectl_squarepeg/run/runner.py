@@ -32,7 +32,7 @@ from kubectl_squarepeg.cluster import kubectl, verbs
 from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.cluster.refusals import rejection
 from kubectl_squarepeg.errors import READER_GONE, ReaderGone
-from kubectl_squarepeg.run import cleanup, create, interrupt, output, watch
+from kubectl_squarepeg.run import cleanup, create, interrupt, nodeloss, output, watch
 from kubectl_squarepeg.run.state import RunState, new_state
 from kubectl_squarepeg.terminal.console import Console
 
@@ -74,7 +74,20 @@ def execute_phases(state: RunState) -> int:
         cleanup.prepare_delete(state)
     # After the log stream's start, so that its kubectl does not delay the output's.
     cleanup.start_sweep(state)
-    outcome = watch.wait_for_finish(state.watch, started, stop=lambda: output.stopping(state))
+    node = nodeloss.NodeClock(state.console, nodeloss.node_facts(state.target))
+    try:
+        outcome = watch.wait_for_finish(
+            state.watch, started, stop=lambda: output.stopping(state), node=node
+        )
+    except nodeloss.NodeLost as lost:
+        # Its kubelet cannot end the container or confirm a delete (decision 0410).
+        state.node_lost = lost.node
+        describe = state.commands.kubectl("describe", "node", lost.node, namespaced=False)
+        lost.hint = f"`{describe}` says what the cluster knows of the node"
+        if state.plan.options.keep:
+            lost.hint += (f"; the pod is kept as it was: `{state.resource.describe_command()}`"
+                          " (a graceful delete waits for the node to come back)")
+        raise
     output.stop_forwarding(state)  # the container has ended: its ports close, as docker's do
     if outcome is None:
         raise ReaderGone("stdout was closed by its reader")

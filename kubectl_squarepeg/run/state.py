@@ -98,6 +98,8 @@ class RunState:
     pending_delete: tuple[kubectl.Child, kubectl.HeldStdin] | None = None
     sweep: sweep.SweepHandle | None = None
     keep_for_output: bool = False
+    # The node that stopped answering under the run: its pod is force-deleted (0410).
+    node_lost: str | None = None
     # What the cleanup of a run stopped early (a signal, a closed pipe) must tell: that
     # the container was still running, and the grace period it now has to exit.
     stopped_early: bool = False

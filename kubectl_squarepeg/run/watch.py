@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from kubectl_squarepeg.cluster import admission, kubectl, podstate, verbs
 from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.errors import ClusterError, StartupError
+from kubectl_squarepeg.run import nodeloss
 from kubectl_squarepeg.terminal.console import Console
 
 SLICE_SECONDS = 0.1
@@ -542,12 +543,23 @@ def _timed_out(
 
 
 def wait_for_finish(
-    watch: PodWatch, latest: Event, *, stop: Callable[[], bool] = lambda: False
+    watch: PodWatch,
+    latest: Event,
+    *,
+    stop: Callable[[], bool] = lambda: False,
+    node: nodeloss.NodeClock | None = None,
 ) -> podstate.Outcome | None:
     """Wait, without a bound, until the main container has finished; its outcome, or None
-    as soon as `stop()` says the wait is no longer wanted."""
+    as soon as `stop()` says the wait is no longer wanted. A node that stopped answering
+    ends the wait (`node`'s NodeLost, run/nodeloss.py) rather than leaving it to hang."""
+    node = node or nodeloss.NodeClock()
     event = latest
+    seen: Event | None = None
     while True:
+        if event is not seen:
+            node.see(event.pod)
+            seen = event
+        node.check()
         if event.type == "DELETED" and not podstate.has_finished(event.pod):
             return podstate.deleted_outcome(watch.pod_name or podstate.name(event.pod),
                                             event.pod)
