@@ -144,7 +144,7 @@ def lost(pod: Mapping[str, Any], node: str, bound: float, facts: str | None) -> 
         f"node {node} of pod {name} stopped answering and did not come back within "
         f"{bound:g}s{known}: container {podstate.MAIN} was last seen running{started}; its "
         "exit code and any output not shown are unknown",
-        f"`kubectl describe node {node}` says what the cluster knows of the node",
+        f"the conditions and events of node {node} say what the cluster knows of it",
         pod=name,
         node=node,
     )
