@@ -90,8 +90,10 @@ class NodeClock:
         *,
         bound: float = BOUND_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        on_change: Callable[[str | None], None] = lambda node: None,
     ) -> None:
         self._console = console
+        self._on_change = on_change  # the node lost, or None: back (the log follower's)
         self._facts = facts
         self._bound = bound
         self._clock = clock
@@ -109,9 +111,11 @@ class NodeClock:
                 f"controller marked the pod not ready); waiting up to {self._bound:g}s for "
                 "it to come back"
             )
+            self._on_change(node)
         elif node is None and self._lost_at is not None and _ready(pod):
             self._say(f"node {self._node} answers again; the run goes on")
             self._lost_at = None
+            self._on_change(None)
 
     def check(self) -> None:
         """Raise NodeLost once the node has been lost for the bound."""

@@ -74,7 +74,8 @@ def execute_phases(state: RunState) -> int:
         cleanup.prepare_delete(state)
     # After the log stream's start, so that its kubectl does not delay the output's.
     cleanup.start_sweep(state)
-    node = nodeloss.NodeClock(state.console, nodeloss.node_facts(state.target))
+    node = nodeloss.NodeClock(state.console, nodeloss.node_facts(state.target),
+                              on_change=lambda lost: _tell_the_follower(state, lost))
     try:
         outcome = watch.wait_for_finish(
             state.watch, started, stop=lambda: output.stopping(state), node=node
@@ -101,6 +102,11 @@ def execute_phases(state: RunState) -> int:
         output.judge(state, outcome, pod)
         cleanup.copy_back(state, pod, outcome)
         return outcome.exit_code
+
+
+def _tell_the_follower(state: RunState, node: str | None) -> None:
+    if state.logs is not None:
+        state.logs.node_silent(node)
 
 
 def run_lifecycle(
