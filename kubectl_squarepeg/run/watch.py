@@ -258,8 +258,14 @@ def _owned_by(pod: Mapping[str, Any], uid: str) -> bool:
     return any(isinstance(o, Mapping) and o.get("uid") == uid for o in owners)
 
 
+# The cluster autoscaler's Normal events about a pod that waits for a node (issue 34).
+_AUTOSCALER_REASONS = frozenset({"TriggeredScaleUp", "NotTriggerScaleUp"})
+_ONCE_PER_REASON = frozenset({"FailedScheduling", *_AUTOSCALER_REASONS})
+
+
 class EventReporter:
-    """Prints a blocked pod's Warning events on stderr, each (reason, message) once."""
+    """Prints a blocked pod's Warning events on stderr, each (reason, message) once; the
+    scheduler's FailedScheduling and the autoscaler's scale-up words once per reason."""
 
     def __init__(
         self,
@@ -295,12 +301,17 @@ class EventReporter:
         items = self.fetch(podstate.name(pod))
         self.pulling = image_being_pulled(items)
         for item in items:
-            if item.get("type") != "Warning":
+            reason = str(item.get("reason") or "")
+            if item.get("type") != "Warning" and reason not in _AUTOSCALER_REASONS:
                 continue
-            key = (str(item.get("reason") or ""), " ".join(str(item.get("message") or "").split()))
+            message = " ".join(str(item.get("message") or "").split())
+            # The scheduler's and the autoscaler's words change as nodes come and go
+            # (`were unschedulable`, then `had untolerated taint(s)` for the instant between
+            # an uncordon and its taint's removal): the first says why it waits.
+            key = (reason, "" if reason in _ONCE_PER_REASON else message)
             if key not in self._seen:
                 self._seen.add(key)
-                self._console.warn(f"pod {podstate.name(pod)}: {key[0]}: {key[1]}")
+                self._console.warn(f"pod {podstate.name(pod)}: {reason}: {message}")
 
 
 def image_being_pulled(events: Sequence[Mapping[str, Any]]) -> str | None:

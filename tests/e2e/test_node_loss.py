@@ -48,6 +48,10 @@ def _finish(squarepeg: Squarepeg, process: subprocess.Popen[bytes], out: Path, e
     return Finished(done.code, out.read_bytes(), err.read_text(errors="replace"))
 
 
+def _wait_for_up(out: Path) -> None:
+    wait_until(lambda: out.read_bytes() == b"up\n", 120, "the container's first line")
+
+
 def test_a_drain_of_the_runs_node_ends_it_naming_the_eviction_and_the_node(
         kubesim: Localkube, squarepeg: Squarepeg, namespace: str, tmp_path: Path) -> None:
     process, out, err = _start(squarepeg, tmp_path, "--name", "drained", "--stop-timeout",
@@ -101,21 +105,31 @@ def test_a_node_back_within_the_bound_loses_nothing(
 
 def test_a_run_whose_node_stops_exits_125_naming_the_node_within_the_bound(
         kubesim: Localkube, squarepeg: Squarepeg, namespace: str, tmp_path: Path) -> None:
-    process, out, err = _start(squarepeg, tmp_path, "--name", "lost", *ON_NODE, "busybox",
-                               "sh", "-c", "echo up; exec sleep 600")
-    wait_until(lambda: out.read_bytes() == b"up\n", 120, "the container's first line")
+    # A Pod and a Job on the node at once: one stop, both modes (the Job's pod has a name
+    # of its controller's making, and its own force delete before the Job's delete).
+    runs = {}
+    for name, mode in (("lost", "pod"), ("lostjob", "job")):
+        (tmp_path / name).mkdir()
+        runs[name] = _start(squarepeg, tmp_path / name, "--name", name, "--mode", mode,
+                            *ON_NODE, "busybox", "sh", "-c", "echo up; exec sleep 600")
+    for _, out, _ in runs.values():
+        _wait_for_up(out)
     began = time.monotonic()
     kubesim.ctl("stop-node", NODE)  # for good: the last test of the module
-    done = _finish(squarepeg, process, out, err, WITHIN + 60)
+    ended = {name: _finish(squarepeg, *run, WITHIN + 60) for name, run in runs.items()}
     took = time.monotonic() - began
-    assert done.code == 125, done.stderr
-    assert done.has_line(f"error: node {NODE} of pod lost stopped answering and did not "
-                         f"come back within {BOUND:g}s", "Ready Unknown",
-                         "container main was last seen running"), done.stderr
-    assert done.has_line(f"force-deleted pod lost: its node {NODE} does not answer"), \
-        done.stderr
-    assert done.stdout == b"up\n"
+    for name, done in ended.items():
+        pod = name if name == "lost" else f"{name}-"  # the Job's pod: lostjob-XXXXX
+        assert done.code == 125, done.stderr
+        assert done.has_line(f"error: node {NODE} of pod {pod}", "stopped answering and did "
+                             f"not come back within {BOUND:g}s", "Ready Unknown",
+                             "container main was last seen running"), done.stderr
+        assert done.has_line(f"force-deleted pod {pod}", f"its node {NODE} does not answer"), \
+            done.stderr
+        assert done.stdout == b"up\n"
     assert took < WITHIN, f"ended {took:.1f}s after stop-node"
-    assert "pod/lost" not in names(kubesim, namespace)  # not left Terminating
-    print(f"node lost: exit 125 {took:.1f}s after stop-node (grace {GRACE:g}s, bound "
-          f"{BOUND:g}s)")
+    # Not left Terminating, as a graceful delete would leave them while the node is off.
+    wait_until(lambda: not [ref for ref in names(kubesim, namespace) if "/lost" in ref], 30,
+               "the runs' pods and Job to be gone")
+    print(f"node lost: both runs exit 125 {took:.1f}s after stop-node (grace {GRACE:g}s, "
+          f"bound {BOUND:g}s)")
