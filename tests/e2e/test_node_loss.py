@@ -105,13 +105,13 @@ def test_a_node_back_within_the_bound_loses_nothing(
 
 def test_a_run_whose_node_stops_exits_125_naming_the_node_within_the_bound(
         kubesim: Localkube, squarepeg: Squarepeg, namespace: str, tmp_path: Path) -> None:
-    # A Pod and a Job on the node at once: one stop, both modes (the Job's pod has a name
-    # of its controller's making, and its own force delete before the Job's delete).
+    # A Pod, a Job and a kept Pod on the node at once: one stop for all three (the Job's pod
+    # has a name of its controller's making, and its own force delete before the Job's).
     runs = {}
-    for name, mode in (("lost", "pod"), ("lostjob", "job")):
+    for name, mode, *keep in (("lost", "pod"), ("lostjob", "job"), ("kept", "pod", "--keep")):
         (tmp_path / name).mkdir()
         runs[name] = _start(squarepeg, tmp_path / name, "--name", name, "--mode", mode,
-                            *ON_NODE, "busybox", "sh", "-c", "echo up; exec sleep 600")
+                            *keep, *ON_NODE, "busybox", "sh", "-c", "echo up; exec sleep 600")
     for _, out, _ in runs.values():
         _wait_for_up(out)
     began = time.monotonic()
@@ -119,17 +119,21 @@ def test_a_run_whose_node_stops_exits_125_naming_the_node_within_the_bound(
     ended = {name: _finish(squarepeg, *run, WITHIN + 60) for name, run in runs.items()}
     took = time.monotonic() - began
     for name, done in ended.items():
-        pod = name if name == "lost" else f"{name}-"  # the Job's pod: lostjob-XXXXX
+        pod = f"{name}-" if name == "lostjob" else name  # the Job's pod: lostjob-XXXXX
         assert done.code == 125, done.stderr
         assert done.has_line(f"error: node {NODE} of pod {pod}", "stopped answering and did "
                              f"not come back within {BOUND:g}s", "Ready Unknown",
                              "container main was last seen running"), done.stderr
-        assert done.has_line(f"force-deleted pod {pod}", f"its node {NODE} does not answer"), \
-            done.stderr
+        forced = done.has_line(f"force-deleted pod {pod}", f"its node {NODE} does not answer")
+        assert forced == (name != "kept"), done.stderr
+        assert done.has_line("the pod is kept as it was") == (name == "kept"), done.stderr
         assert done.stdout == b"up\n"
     assert took < WITHIN, f"ended {took:.1f}s after stop-node"
     # Not left Terminating, as a graceful delete would leave them while the node is off.
     wait_until(lambda: not [ref for ref in names(kubesim, namespace) if "/lost" in ref], 30,
                "the runs' pods and Job to be gone")
-    print(f"node lost: both runs exit 125 {took:.1f}s after stop-node (grace {GRACE:g}s, "
+    assert "pod/kept" in names(kubesim, namespace)  # --keep: left as it was, for the user
+    kubesim.kubectl("delete", "pod", "kept", "-n", namespace, "--grace-period=0", "--force",
+                    check=True)
+    print(f"node lost: the three runs exit 125 {took:.1f}s after stop-node (grace {GRACE:g}s, "
           f"bound {BOUND:g}s)")
