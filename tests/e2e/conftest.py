@@ -19,6 +19,10 @@ evict`, `ctl drop-logs`) is decorated with `needs_the_node_agent(reason)`: its `
 then, on localkube with the kubelet node, a localkube of the module's own with the node agent
 (started once for the module's such tests), and the selected cluster otherwise.
 
+A module whose tests need several real nodes (one lost, drained or cordoned) makes
+`several_nodes` its `kubesim`: a localkube of its own with 2 kubelet nodes and a node grace
+of 8 s, on `--cluster localkube` only (skipped on kubesim, which has one simulated node).
+
 kubectl 1.27 to 1.29 attach over SPDY/3.1 only (WebSocket from 1.30), which kubesim does not
 speak (tests/kubesim/README.md, differences): with such a kubectl (`--kubectl 1.27`) the tests
 that attach (those using test_interactive.py's `attach_served`) are skipped on kubesim, and
