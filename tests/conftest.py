@@ -479,12 +479,25 @@ class Localkube(Kubesim):
     ready_seconds = LOCALKUBE_READY_SECONDS
 
     def __init__(self, workdir: Path, scenario: dict[str, Any] | None = None,
-                 node: str | None = None):
+                 node: str | None = None, *, nodes: int = 1,
+                 node_grace: float | None = None):
         self.node = node or ("agent" if scenario is not None else localkube_default_node())
+        # Several kubelet nodes (`serve --nodes N`) and the controller manager's node grace
+        # (`--node-grace`): issue 34's tests of a node lost, drained or added.
+        self.nodes = nodes
+        self.node_grace = node_grace
+        if nodes > 1:
+            # Each extra node starts its own kubelet and containerd before `ready`.
+            self.ready_seconds = LOCALKUBE_READY_SECONDS + 120.0 * (nodes - 1)
         super().__init__(workdir, scenario)
 
     def serve_argv(self) -> list[str]:
-        return ["--node", self.node]
+        argv = ["--node", self.node]
+        if self.nodes != 1:
+            argv += ["--nodes", str(self.nodes)]
+        if self.node_grace is not None:
+            argv += ["--node-grace", f"{self.node_grace:g}"]
+        return argv
 
 
 def build_localkube() -> None:

@@ -452,9 +452,12 @@ def deleted_outcome(pod_name: str, pod: Mapping[str, Any] | None = None) -> Outc
         reason, message = found
         what = _DISRUPTION_WORDS.get(reason, f"was disrupted ({reason or 'no reason given'})")
         detail = f": {message}" if message else ""
+        # A drain, a taint or a lost node is about the node: the user looks there next.
+        node = node_name(pod) if pod is not None else ""
+        where = f" (node {node})" if node else ""
         return Outcome(
             RUNNER_FAILED,
-            f"pod {pod_name} {what} before its container finished{detail}",
+            f"pod {pod_name} {what}{where} before its container finished{detail}",
             False,
             pod_deleted=True,
         )
@@ -464,6 +467,40 @@ def deleted_outcome(pod_name: str, pod: Mapping[str, Any] | None = None) -> Outc
         False,
         pod_deleted=True,
     )
+
+
+def node_name(pod: Mapping[str, Any]) -> str:
+    """The node the pod is bound to, "" while it is not."""
+    return str(_map(pod.get("spec")).get("nodeName") or "")
+
+
+def lost_node(pod: Mapping[str, Any], container: str = MAIN) -> str | None:
+    """The node of a pod whose node the node controller has found silent, else None.
+
+    When a node stops renewing its lease for the controller manager's grace (50 s by
+    default), the node controller sets each of its pods' Ready condition to False and
+    changes nothing else (MarkPodsNotReady): no reason, ContainersReady still True, the
+    container still `running`. The kubelet never writes that: its Ready False always comes
+    with a reason (ContainersNotReady, ReadinessGatesNotReady, PodCompleted) and, but for
+    readiness gates, with ContainersReady False. Once the kubelet answers again it writes
+    Ready True back, and this says None again (docs/decisions/0410).
+    """
+    node = node_name(pod)
+    ready = _condition(pod, "Ready")
+    containers = _condition(pod, "ContainersReady")
+    if not node or ready is None or containers is None or is_deleting(pod):
+        return None
+    if ready.get("status") != "False" or ready.get("reason"):
+        return None
+    if containers.get("status") != "True":
+        return None
+    return node if _state(container_status(pod, container), "running") is not None else None
+
+
+def running_since(pod: Mapping[str, Any], container: str = MAIN) -> datetime | None:
+    """When the container's current run started, as its status says."""
+    running = _state(container_status(pod, container), "running")
+    return parse_time(running.get("startedAt")) if running is not None else None
 
 
 def created_at(obj: Mapping[str, Any]) -> datetime | None:

@@ -170,12 +170,21 @@ def reference(kind: str, name: str, namespace: str) -> bytes:
 
 
 def delete(
-    target: Target, kind: str, name: str, grace_seconds: int | None = None
+    target: Target, kind: str, name: str, grace_seconds: int | None = None,
+    *, force: bool = False,
 ) -> kubectl.Result:
     """Delete without waiting and without minding a 404; a Job takes its pods with it. The
-    object's own grace period unless `grace_seconds` is given."""
+    object's own grace period unless `grace_seconds` is given; `force` removes the object
+    at once, without its kubelet's word (a pod on a node that stopped answering)."""
     grace = [] if grace_seconds is None else [f"--grace-period={grace_seconds}"]
+    if force:
+        grace = ["--grace-period=0", "--force"]
     return kubectl.run(["delete", kind.lower(), name, *_delete_args(kind), *grace], target)
+
+
+def get_node(target: Target, name: str) -> kubectl.Result:
+    """One Node as JSON (what the cluster knows of a run's node that stopped answering)."""
+    return kubectl.run(["get", "node", name, "-o", "json"], target)
 
 
 def list_runs(

@@ -143,6 +143,8 @@ def release(state: RunState) -> None:
 def _delete(state: RunState) -> None:
     state.progress.delete_sent = True
     resource = state.resource
+    if state.node_lost is not None:
+        _force_delete_pod(state, state.node_lost)
     try:
         result = _prepared_delete_result(state) or _delete_until_reached(state)
     except SquarepegError as exc:
@@ -166,6 +168,24 @@ def _say_kept(state: RunState, why: str) -> None:
     not all be read; `detached`: `run -d`)."""
     state.sink.emit("kept", kind=state.plan.kind, namespace=state.namespace,
                     name=state.plan.name, why=why)
+
+
+def _force_delete_pod(state: RunState, node: str) -> None:
+    """The pod on a node that stopped answering, removed without its kubelet's word: a
+    graceful delete would leave it Terminating, holding its name, until the node came back
+    (docs/decisions/0410). A Job's pod too, which its Job's delete would leave so."""
+    pod = (state.watch.pod_name if state.watch is not None else None) or state.plan.name
+    result = verbs.delete(state.target, "Pod", pod, force=True)
+    if result.ok:
+        state.console.notice(
+            f"force-deleted pod {pod}: its node {node} does not answer; should the node come "
+            "back, its kubelet stops the container"
+        )
+    else:
+        state.console.warn(
+            f"could not force-delete pod {pod}: {result.error_text}; delete it yourself: "
+            f"`{state.commands.kubectl('delete', 'pod', pod, '--grace-period=0', '--force')}`"
+        )
 
 
 def _terminating_message(state: RunState) -> str:

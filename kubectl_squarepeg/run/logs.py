@@ -113,6 +113,7 @@ class LogFollower:
         self.lost: str | None = None
         self.reader_gone = False
         self._suspended: str | None = None  # why the reconnects were used up, until finish()
+        self._silent_node: str | None = None  # the pod's node, while it does not answer
         self._last_failure: str | None = None  # the last drop's reason, for the deadline's word
         self._decoder = LogDecoder()
         # _lock guards the flags and the current stream; _write_lock keeps decoding and
@@ -159,6 +160,16 @@ class LogFollower:
         `kubectl logs`, which could only answer NotFound."""
         with self._lock:
             self._pod_gone = True
+
+    def node_silent(self, node: str | None) -> None:
+        """The pod's node stopped answering (`node`), or answers again (None; run/nodeloss.py).
+        While it is silent, reconnects used up are no news: the run's line about the node
+        said why. Once it answers, a follower that used them up starts again now, so the
+        output goes on live rather than at the container's end."""
+        with self._lock:
+            self._silent_node = node
+        if node is None:
+            self._resume_after_suspension()
 
     def finish(self, deadline_seconds: float) -> bool:
         """The container has ended: wait up to `deadline_seconds` for the stream to deliver
@@ -412,7 +423,8 @@ class LogFollower:
             if self._finished or self._stopped:
                 return False
             self._suspended = reason or _KEPT_ENDING
-        if reason is not None:
+            silent = self._silent_node is not None
+        if reason is not None and not silent:
             self._console.warn(
                 f"the log stream of pod {self._pod} dropped and {self._backoff.attempts} "
                 f"reconnects failed ({reason}); the rest of the output will be fetched once "

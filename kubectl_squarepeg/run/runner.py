@@ -34,7 +34,7 @@ from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.cluster.refusals import rejection
 from kubectl_squarepeg.errors import READER_GONE, ClusterError, ReaderGone
 from kubectl_squarepeg.plan.manifest import template_pod
-from kubectl_squarepeg.run import cleanup, create, interrupt, output, watch
+from kubectl_squarepeg.run import cleanup, create, interrupt, nodeloss, output, watch
 from kubectl_squarepeg.run.state import RunState, new_state
 from kubectl_squarepeg.terminal.console import Console
 
@@ -90,7 +90,21 @@ def execute_phases(state: RunState) -> int:
         cleanup.prepare_delete(state)
     # After the log stream's start, so that its kubectl does not delay the output's.
     cleanup.start_sweep(state)
-    outcome = watch.wait_for_finish(state.watch, started, stop=lambda: output.stopping(state))
+    node = nodeloss.NodeClock(state.console, nodeloss.node_facts(state.target),
+                              on_change=lambda lost: _tell_the_follower(state, lost))
+    try:
+        outcome = watch.wait_for_finish(
+            state.watch, started, stop=lambda: output.stopping(state), node=node
+        )
+    except nodeloss.NodeLost as lost:
+        # Its kubelet cannot end the container or confirm a delete (decision 0410).
+        state.node_lost = lost.node
+        describe = state.commands.kubectl("describe", "node", lost.node, namespaced=False)
+        lost.hint = f"`{describe}` says what the cluster knows of the node"
+        if state.plan.options.keep:
+            lost.hint += (f"; the pod is kept as it was: `{state.resource.describe_command()}`"
+                          " (a graceful delete waits for the node to come back)")
+        raise
     if outcome is not None and outcome.pod_deleted and state.plan.kind == "Job":
         outcome = _job_deadline(state) or outcome
     output.stop_forwarding(state)  # the container has ended: its ports close, as docker's do
@@ -120,6 +134,8 @@ def _say_exited(state: RunState, outcome: podstate.Outcome, pod: str) -> None:
         reason=eventlog.exit_reason(latest, outcome),
         message=outcome.message,
     )
+
+
 def _job_deadline(state: RunState) -> podstate.Outcome | None:
     """A Job whose pod was deleted: its own deadline's outcome, when that is why."""
     found = verbs.get_object(state.target, "Job", state.plan.name)
@@ -127,6 +143,11 @@ def _job_deadline(state: RunState) -> podstate.Outcome | None:
         return podstate.job_deadline_outcome(json.loads(found.stdout)) if found.ok else None
     except (ValueError, AttributeError):
         return None
+
+
+def _tell_the_follower(state: RunState, node: str | None) -> None:
+    if state.logs is not None:
+        state.logs.node_silent(node)
 
 
 def run_lifecycle(

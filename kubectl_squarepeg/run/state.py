@@ -48,6 +48,7 @@ class Follower(Protocol):
     def join(self, timeout: float | None = None) -> bool: ...
     def finish(self, deadline_seconds: float) -> bool: ...
     def pod_is_gone(self) -> None: ...
+    def node_silent(self, node: str | None) -> None: ...
     @property
     def first_timestamp(self) -> bytes: ...  # of the output's first line, b"" before it
 
@@ -101,6 +102,8 @@ class RunState:
     pending_delete: tuple[kubectl.Child, kubectl.HeldStdin] | None = None
     sweep: sweep.SweepHandle | None = None
     keep_for_output: bool = False
+    # The node that stopped answering under the run: its pod is force-deleted (0410).
+    node_lost: str | None = None
     # What the cleanup of a run stopped early (a signal, a closed pipe) must tell: that
     # the container was still running, and the grace period it now has to exit.
     stopped_early: bool = False

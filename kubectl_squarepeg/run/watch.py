@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from kubectl_squarepeg.cluster import admission, kubectl, podstate, verbs
 from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.errors import ClusterError, StartupError
+from kubectl_squarepeg.run import nodeloss
 from kubectl_squarepeg.terminal.console import Console
 
 SLICE_SECONDS = 0.1
@@ -261,8 +262,14 @@ def _owned_by(pod: Mapping[str, Any], uid: str) -> bool:
     return any(isinstance(o, Mapping) and o.get("uid") == uid for o in owners)
 
 
+# The cluster autoscaler's Normal events about a pod that waits for a node (issue 34).
+_AUTOSCALER_REASONS = frozenset({"TriggeredScaleUp", "NotTriggerScaleUp"})
+_ONCE_PER_REASON = frozenset({"FailedScheduling", *_AUTOSCALER_REASONS})
+
+
 class EventReporter:
-    """Prints a blocked pod's Warning events on stderr, each (reason, message) once."""
+    """Prints a blocked pod's Warning events on stderr, each (reason, message) once; the
+    scheduler's FailedScheduling and the autoscaler's scale-up words once per reason."""
 
     def __init__(
         self,
@@ -301,15 +308,20 @@ class EventReporter:
         if self.pulling is not None and self.on_pulling is not None:
             self.on_pulling(self.pulling)
         for item in items:
-            if item.get("type") != "Warning":
+            reason = str(item.get("reason") or "")
+            if item.get("type") != "Warning" and reason not in _AUTOSCALER_REASONS:
                 continue
-            key = (str(item.get("reason") or ""), " ".join(str(item.get("message") or "").split()))
+            message = " ".join(str(item.get("message") or "").split())
+            # The scheduler's and the autoscaler's words change as nodes come and go
+            # (`were unschedulable`, then `had untolerated taint(s)` for the instant between
+            # an uncordon and its taint's removal): the first says why it waits.
+            key = (reason, "" if reason in _ONCE_PER_REASON else message)
             if key not in self._seen:
                 self._seen.add(key)
                 self._console.events.emit(
-                    "pod_event", pod=podstate.name(pod), reason=key[0], message=key[1]
+                    "pod_event", pod=podstate.name(pod), reason=reason, message=message
                 )
-                self._console.warn(f"pod {podstate.name(pod)}: {key[0]}: {key[1]}")
+                self._console.warn(f"pod {podstate.name(pod)}: {reason}: {message}")
 
     def fail_fast(self, stuck: podstate.Waiting, pod_name: str) -> None:
         """The start is given up on: said as an event before the error that follows."""
@@ -560,12 +572,23 @@ def _timed_out(
 
 
 def wait_for_finish(
-    watch: PodWatch, latest: Event, *, stop: Callable[[], bool] = lambda: False
+    watch: PodWatch,
+    latest: Event,
+    *,
+    stop: Callable[[], bool] = lambda: False,
+    node: nodeloss.NodeClock | None = None,
 ) -> podstate.Outcome | None:
     """Wait, without a bound, until the main container has finished; its outcome, or None
-    as soon as `stop()` says the wait is no longer wanted."""
+    as soon as `stop()` says the wait is no longer wanted. A node that stopped answering
+    ends the wait (`node`'s NodeLost, run/nodeloss.py) rather than leaving it to hang."""
+    node = node or nodeloss.NodeClock()
     event = latest
+    seen: Event | None = None
     while True:
+        if event is not seen:
+            node.see(event.pod)
+            seen = event
+        node.check()
         if event.type == "DELETED" and not podstate.has_finished(event.pod):
             return podstate.deleted_outcome(watch.pod_name or podstate.name(event.pod),
                                             event.pod)

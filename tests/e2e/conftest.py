@@ -19,6 +19,10 @@ evict`, `ctl drop-logs`) is decorated with `needs_the_node_agent(reason)`: its `
 then, on localkube with the kubelet node, a localkube of the module's own with the node agent
 (started once for the module's such tests), and the selected cluster otherwise.
 
+A module whose tests need several real nodes (one lost, drained or cordoned) makes
+`several_nodes` its `kubesim`: a localkube of its own with 2 kubelet nodes and a node grace
+of 8 s, on `--cluster localkube` only (skipped on kubesim, which has one simulated node).
+
 kubectl 1.27 to 1.29 attach over SPDY/3.1 only (WebSocket from 1.30), which kubesim does not
 speak (tests/kubesim/README.md, differences): with such a kubectl (`--kubectl 1.27`) the tests
 that attach (those using test_interactive.py's `attach_served`) are skipped on kubesim, and
@@ -64,8 +68,8 @@ CLIENT_SIDE_LOG_DROP = (
 )
 
 __all__ = [
-    "CLIENT_SIDE_LOG_DROP", "NODE_AGENT", "Finished", "Squarepeg", "age_the_finish",
-    "counting_kubectl", "names", "needs_the_node_agent",
+    "CLIENT_SIDE_LOG_DROP", "NODE_AGENT", "SEVERAL_NODES", "Finished", "Squarepeg",
+    "age_the_finish", "counting_kubectl", "names", "needs_the_node_agent", "several_nodes",
     "skip_where_the_kubelet_owns_pod_status", "wait_until", "watched_pod",
 ]
 
@@ -240,6 +244,31 @@ def kubesim(request: pytest.FixtureRequest,
             yield from serving(cluster)
         finally:
             cluster.stop()
+
+
+# Why the tests of several nodes need localkube: kubesim has one simulated node, whose loss,
+# drain or arrival it does not model.
+SEVERAL_NODES = ("several real nodes (lost, drained, cordoned): localkube's kubelet nodes "
+                 "only; kubesim has one simulated node and no node controller")
+
+
+def several_nodes(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                  *, nodes: int = 2, node_grace: float = 8) -> Iterator[Localkube]:
+    """A module's own localkube of `nodes` kubelet nodes whose node controller gives a
+    silent node `node_grace` seconds (the release's 50 s would make each node-loss test a
+    minute long), served as `kubesim` is; the module's tests are skipped on kubesim and on
+    the node agent. Use it as the module's `kubesim` fixture:
+    `yield from several_nodes(request, tmp_path_factory)`."""
+    if selected_cluster(request.config) != "localkube":
+        pytest.skip(SEVERAL_NODES)
+    if localkube_default_node() != "kubelet":
+        pytest.skip("several nodes are kubelet nodes (LOCALKUBE_NODE=agent)")
+    cluster = Localkube(tmp_path_factory.mktemp("localkube-nodes"), node="kubelet",
+                        nodes=nodes, node_grace=node_grace)
+    try:
+        yield from serving(cluster)
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture

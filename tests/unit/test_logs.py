@@ -414,6 +414,31 @@ def test_used_up_reconnects_wait_for_the_end_then_fetch_the_rest() -> None:
     assert (logs.gave_up, logs.error) == (False, None)
 
 
+def test_a_silent_node_uses_the_reconnects_up_quietly_and_its_return_resumes_them() -> None:
+    # run/nodeloss.py has said that the node stopped answering: the used-up reconnects are
+    # no news; once the node answers again the stream goes on at once, not at the end.
+    data = render(SAMPLE)
+    cut = data.index(b"red")
+    scripts = [Script([data[:cut]], 1, EOF_ERROR)]
+    scripts += [Script([], 1, REFUSED) for _ in range(5)]
+    scripts += [Script([render(SAMPLE, "2026-12-02T19:00:00Z")], 0)]
+    logs, fake, out, err = follower(scripts)
+    logs.node_silent("node-2")
+    logs.start()
+    assert logs.join(5.0) is True  # suspended
+    assert "reconnects failed" not in err.getvalue()
+    logs.node_silent(None)
+    wait = threading.Event()
+    for _ in range(500):
+        if out.getvalue() == content(SAMPLE):
+            break
+        wait.wait(0.01)
+    assert out.getvalue() == content(SAMPLE)  # before the container's end
+    assert fake.calls[6] == resumed("2026-12-02T19:00:00Z")  # a follow, not a final read
+    assert logs.finish(5.0) is True
+    assert out.getvalue() == content(SAMPLE)
+
+
 def test_after_the_end_the_follower_retries_until_the_deadline_then_gives_up() -> None:
     scripts = [Script([render(SAMPLE[:1])], 1, EOF_ERROR)]
     scripts += [Script([], 1, b"error: unexpected EOF\n") for _ in range(10_000)]

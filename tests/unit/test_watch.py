@@ -263,6 +263,39 @@ def test_unschedulable_prints_warning_events_once_then_times_out() -> None:
     )
 
 
+def test_scheduling_and_the_autoscalers_words_are_shown_once_per_reason() -> None:
+    # Seen on localkube: an uncordoned node's taint outlives its flag for an instant, and
+    # the scheduler's second FailedScheduling says so in other words.
+    blocked = pod(
+        {"waiting": {"reason": "ContainerCreating"}},
+        conditions=[{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+    )
+    events = [
+        {"type": "Warning", "reason": "FailedScheduling", "message": "1 node(s) were "
+         "unschedulable"},
+        {"type": "Normal", "reason": "NotTriggerScaleUp", "message": "pod didn't trigger "
+         "scale-up: 1 max node group size reached"},
+        {"type": "Warning", "reason": "FailedScheduling", "message": "1 node(s) had "
+         "untolerated taint(s)"},
+        {"type": "Normal", "reason": "TriggeredScaleUp", "message": "pod triggered scale-up: "
+         "[{pool 1->2 (max: 3)}]"},
+        {"type": "Normal", "reason": "Pulled", "message": "not shown"},
+        {"type": "Warning", "reason": "FailedMount", "message": "one"},
+        {"type": "Warning", "reason": "FailedMount", "message": "two"},
+    ]
+    lines: list[str] = []
+    reporter(lines, events).poll(blocked)
+    assert lines == [
+        "squarepeg: warning: pod p: FailedScheduling: 1 node(s) were unschedulable\n",
+        "squarepeg: warning: pod p: NotTriggerScaleUp: pod didn't trigger scale-up: 1 max "
+        "node group size reached\n",
+        "squarepeg: warning: pod p: TriggeredScaleUp: pod triggered scale-up: [{pool 1->2 "
+        "(max: 3)}]\n",
+        "squarepeg: warning: pod p: FailedMount: one\n",
+        "squarepeg: warning: pod p: FailedMount: two\n",
+    ]
+
+
 def test_real_watch_child_delivers_to_the_queue_from_another_thread() -> None:
     # The callback runs on sh's reader thread in real life; the queue hands events over.
     holder: dict[str, Callable[[bytes], None]] = {}
