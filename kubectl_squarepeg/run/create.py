@@ -27,7 +27,7 @@ from kubectl_squarepeg.cluster.refusals import (
     rejection,
     terminating_refusal,
 )
-from kubectl_squarepeg.run import earlier, envsecret, watch
+from kubectl_squarepeg.run import earlier, envsecret, podevents, watch
 from kubectl_squarepeg.run.heartbeat import Heartbeat
 from kubectl_squarepeg.run.state import RunState
 
@@ -56,7 +56,7 @@ def start(state: RunState) -> tuple[watch.Event, str]:
         if helper_pod is not None:
             state.files.upload(helper_pod)
         state.main_held = False
-    reporter = watch.EventReporter(state.console, state.events)
+    reporter = podevents.EventReporter(state.console, state.events)
     if state.phases is not None:
         reporter.on_pulling = state.phases.pulling
     started = watch.wait_for_start(

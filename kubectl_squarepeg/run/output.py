@@ -23,7 +23,7 @@ from typing import BinaryIO
 
 from kubectl_squarepeg.cluster import kubectl, podstate, verbs
 from kubectl_squarepeg.errors import ClusterError, StartupError
-from kubectl_squarepeg.run import watch
+from kubectl_squarepeg.run import podevents, watch
 from kubectl_squarepeg.run.state import RunState
 
 MAIN = podstate.MAIN
@@ -175,7 +175,7 @@ def judge(state: RunState, outcome: podstate.Outcome, pod: str) -> None:
     if outcome.start_failure:
         said = outcome.message or ""
         raise StartupError(
-            said + watch.events_clause(state.events, pod, said=said),
+            said + podevents.events_clause(state.events, pod, said=said),
             "check the command and that the image has it (the words after IMAGE, "
             f"--entrypoint); `{state.commands.events(pod)}` lists the pod's events",
             exit_code=outcome.exit_code,
@@ -183,7 +183,7 @@ def judge(state: RunState, outcome: podstate.Outcome, pod: str) -> None:
     if not outcome.from_container:
         said = outcome.message or f"pod {pod} ended without an exit code"
         raise ClusterError(
-            said + watch.events_clause(state.events, pod, said=said),
+            said + podevents.events_clause(state.events, pod, said=said),
             f"the run did not finish; `{state.commands.events(pod)}` lists the "
             "pod's events, also after the cleanup",
             exit_code=outcome.exit_code,  # 125, or a deadline's 124

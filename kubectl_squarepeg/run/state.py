@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
-from kubectl_squarepeg.run import interrupt, watch
+from kubectl_squarepeg.run import interrupt, podevents, watch
 
 if TYPE_CHECKING:
     from kubectl_squarepeg.cluster import kubectl
@@ -156,7 +156,7 @@ def new_state(
         resource,
         out if out is not None else sys.stdout.buffer,
         follower_factory=follower,
-        events=watch.warning_events(connection.target),
+        events=podevents.warning_events(connection.target),
         main_held=files_checked is not None,
     )
     from kubectl_squarepeg.run.eventlog import PodPhases

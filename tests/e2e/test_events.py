@@ -211,7 +211,7 @@ def test_events_cost_one_kubectl_and_nothing_without_the_flag(
     assert len([c for c in with_events if " get events " in f" {c} "]) == 1, with_events
 
 
-# Longer than watch.CREATING_GRACE_SECONDS, after which the wait looks at the pod's events.
+# Longer than podevents.CREATING_GRACE_SECONDS, after which the wait looks at the pod's events.
 SLOW_PULL = {"images": {"slowpull": {"cmd": ["sh", "-c", "echo pulled"], "pull_seconds": 4}}}
 
 

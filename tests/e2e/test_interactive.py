@@ -369,7 +369,7 @@ def test_it_in_job_mode_on_a_terminal(squarepeg: Squarepeg, kubesim: Kubesim, na
 
 # --- the status line while the pod starts ---------------------------------------------------
 
-# Longer than watch.CREATING_GRACE_SECONDS, after which the pod's events are looked at.
+# Longer than podevents.CREATING_GRACE_SECONDS, after which the pod's events are looked at.
 SLOW_PULL = {"images": {"slowpull": {"cmd": ["sh", "-c", "echo pulled"], "pull_seconds": 4}}}
 
 

@@ -11,7 +11,8 @@ import pytest
 from kubectl_squarepeg.cluster.attachment import refusal
 from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.cluster.kubectl import Target
-from kubectl_squarepeg.run.watch import image_being_pulled, startup_status
+from kubectl_squarepeg.run.podevents import image_being_pulled
+from kubectl_squarepeg.run.watch import startup_status
 from kubectl_squarepeg.terminal.console import Console
 
 COMMANDS = Commands(Target(kubeconfig="/k/config", context="prod", namespace="ns"))

@@ -14,7 +14,7 @@ from kubectl_squarepeg.cluster import kubectl
 from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.cluster.podstate import Outcome
 from kubectl_squarepeg.errors import StartupError
-from kubectl_squarepeg.run import watch
+from kubectl_squarepeg.run import podevents, watch
 from kubectl_squarepeg.terminal.console import Console
 
 TARGET = kubectl.Target(namespace="ns")
@@ -133,11 +133,11 @@ def reporter(
     lines: list[str],
     events: list[dict[str, Any]] | None = None,
     clock: Callable[[], float] | None = None,
-) -> watch.EventReporter:
+) -> podevents.EventReporter:
     def fetch(name: str) -> list[Mapping[str, Any]]:
         return list(events or [])
 
-    return watch.EventReporter(Console(Lines(lines)), fetch, clock=clock or Clock())
+    return podevents.EventReporter(Console(Lines(lines)), fetch, clock=clock or Clock())
 
 
 def test_a_watch_that_ends_cleanly_is_restarted_not_taken_for_the_end() -> None:
@@ -227,10 +227,10 @@ def test_fail_fast_far_inside_the_timeout_quotes_the_events() -> None:
 
 def test_described_events_are_the_warnings_or_else_the_last_normal_ones() -> None:
     normal = [{"type": "Normal", "reason": f"R{i}", "message": f"m{i}"} for i in range(7)]
-    assert watch.describe_events(normal) == (
+    assert podevents.describe_events(normal) == (
         "Normal R2: m2; Normal R3: m3; Normal R4: m4; Normal R5: m5; Normal R6: m6"
     )
-    assert watch.describe_events([]) == ""
+    assert podevents.describe_events([]) == ""
 
 
 def test_unschedulable_prints_warning_events_once_then_times_out() -> None:
@@ -321,11 +321,11 @@ def test_a_pod_being_created_asks_for_events_only_after_the_grace() -> None:
         return []
 
     now = [0.0]
-    rep = watch.EventReporter(Console(Lines([])), fetch, clock=lambda: now[0])
+    rep = podevents.EventReporter(Console(Lines([])), fetch, clock=lambda: now[0])
     rep.poll(creating)
-    now[0] = watch.CREATING_GRACE_SECONDS - 0.1
+    now[0] = podevents.CREATING_GRACE_SECONDS - 0.1
     rep.poll(creating)
     assert fetched == []  # a healthy start costs no `kubectl get events`
-    now[0] = watch.CREATING_GRACE_SECONDS + 0.1
+    now[0] = podevents.CREATING_GRACE_SECONDS + 0.1
     rep.poll(creating)
     assert fetched == ["p"]
