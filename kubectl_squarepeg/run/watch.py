@@ -7,8 +7,9 @@ does every 30 to 60 minutes: it is started again, never taken for the end of the
 failure such as an API server restart is retried with backoff), the fail-fast decision on
 the seven waiting reasons and on a Job whose pod its controller cannot create (admission
 refused it: the Job's `FailedCreate` events), when a blocked pod's events are looked at
-(run/podevents.py prints and quotes them), and the words of the status line a run shows while it waits (`startup_status`: phase,
-reason, the image being pulled once the events have been looked at, seconds).
+(run/podevents.py prints and quotes them), and the words of the status line a run shows
+while it waits (`startup_status`: phase, reason, the image being pulled once the events have
+been looked at, seconds).
 
 One watch process serves both waits, so a clean run costs a single kubectl here. The
 caller's thread waits in short slices (`SLICE_SECONDS`), so a signal handler can always cut
