@@ -14,14 +14,22 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import TYPE_CHECKING, TextIO, cast
-
-from kubectl_squarepeg.terminal.eventstream import NullSink
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 if TYPE_CHECKING:
     from kubectl_squarepeg.terminal.eventstream import EventSink
 
 PREFIX = "squarepeg: "
+
+
+class NullSink:
+    """No --events: nothing is encoded or written (terminal/eventstream.py has the sinks
+    that write; this one lives here, so that `--help` loads no more than the console)."""
+
+    active = False
+
+    def emit(self, event: str, **fields: Any) -> None:
+        pass
 
 
 class Console:

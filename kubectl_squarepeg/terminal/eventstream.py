@@ -20,6 +20,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol, TextIO
 
+# The sink of a run without --events lives in terminal/console.py, which `--help` loads too.
+from kubectl_squarepeg.terminal.console import NullSink as NullSink
+
 # Bumped when a field changes meaning or goes away; new events and fields keep it.
 SCHEMA_VERSION = 1
 STDERR = "-"
@@ -53,15 +56,6 @@ class EventSink(Protocol):
     def active(self) -> bool: ...  # whether anything is written (worth a question to the cluster)
 
     def emit(self, event: str, **fields: Any) -> None: ...
-
-
-class NullSink:
-    """No --events: nothing is encoded or written."""
-
-    active = False
-
-    def emit(self, event: str, **fields: Any) -> None:
-        pass
 
 
 class JsonLinesSink:
