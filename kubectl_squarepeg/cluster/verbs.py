@@ -150,12 +150,17 @@ def _delete_args(kind: str) -> list[str]:
     return ["--wait=false", "--ignore-not-found", *cascade]
 
 
-def prepare_delete(target: Target, kind: str) -> tuple[kubectl.Child, kubectl.HeldStdin]:
+def prepare_delete(
+    target: Target, kind: str, grace_seconds: int | None = None
+) -> tuple[kubectl.Child, kubectl.HeldStdin]:
     """`kubectl delete -f -` started now, deleting nothing until its stdin is released with
     the object's reference (`reference`): the delete at a run's end then costs a request,
-    not a kubectl start-up. Ended unreleased, it deletes nothing."""
+    not a kubectl start-up. Ended unreleased, it deletes nothing. The object's own grace
+    period unless `grace_seconds` is given."""
     held = kubectl.HeldStdin()
-    return kubectl.start(["delete", "-f", "-", *_delete_args(kind)], target, stdin=held), held
+    grace = [] if grace_seconds is None else [f"--grace-period={grace_seconds}"]
+    argv = ["delete", "-f", "-", *_delete_args(kind), *grace]
+    return kubectl.start(argv, target, stdin=held), held
 
 
 def reference(kind: str, name: str, namespace: str) -> bytes:

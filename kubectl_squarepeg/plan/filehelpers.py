@@ -19,6 +19,7 @@ same manifest and `--dry-run` need not look at SRC. Pure: data only.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from kubectl_squarepeg.plan.mounts import BindMount
@@ -41,6 +42,10 @@ COPY_START_SECONDS = 30  # from main's end to squarepeg's copy-back starting
 # The pod's terminationGracePeriodSeconds with a rw bind mount and no --stop-timeout: the
 # kubelet kills the copy-back helper this long after main ended, copy or not.
 COPY_BACK_GRACE_SECONDS = 300
+# The grace a pod would have had without the copy-back's (Kubernetes' default): once the
+# copy-back is done, the delete at the run's end asks for it, so that an injected sidecar
+# that ignores SIGTERM holds the pod no longer than it would without -v (issue 33).
+DEFAULT_GRACE_SECONDS = 30
 _TICK = 0.2  # the helpers look for a flag file this often (busybox sleep takes fractions)
 
 # PID 1 ignores SIGTERM without a handler: the trap lets a pod deleted during the upload
@@ -215,3 +220,12 @@ def init_containers(
             back["resources"] = resources
         helpers.append(back)
     return helpers
+
+
+def grace_after_copy_back(binds: Sequence[BindMount], stop_timeout: int | None) -> int | None:
+    """The grace period of the delete at a run's end, when the pod's own was raised for the
+    copy-back (a rw bind mount and no --stop-timeout: COPY_BACK_GRACE_SECONDS) and is no
+    longer needed; None to keep the pod's own."""
+    if stop_timeout is None and any(b.copied_back for b in binds):
+        return DEFAULT_GRACE_SECONDS
+    return None

@@ -29,6 +29,7 @@ import time
 from kubectl_squarepeg.cluster import kubectl, podstate, verbs
 from kubectl_squarepeg.cluster.refusals import unreachable
 from kubectl_squarepeg.errors import ClusterError, SquarepegError
+from kubectl_squarepeg.plan import filehelpers
 from kubectl_squarepeg.plan.labels import KEEP_LABEL
 from kubectl_squarepeg.run.state import RunState
 
@@ -88,7 +89,15 @@ def _join_sweep(state: RunState) -> None:
 def prepare_delete(state: RunState) -> None:
     """Start the final delete's kubectl now, while the container runs (kubectl.py)."""
     if not state.plan.options.keep and not kubectl.switched_off("prepared-delete"):
-        state.pending_delete = verbs.prepare_delete(state.target, state.plan.kind)
+        state.pending_delete = verbs.prepare_delete(state.target, state.plan.kind,
+                                                    _end_grace(state))
+
+
+def _end_grace(state: RunState) -> int | None:
+    """The delete's grace period: the pod's own, but where it was raised for the copy-back,
+    which is over once the run deletes (plan/filehelpers.py)."""
+    options = state.plan.options
+    return filehelpers.grace_after_copy_back(options.binds, options.stop_timeout)
 
 
 def cleanup(state: RunState) -> None:
@@ -145,6 +154,12 @@ def _delete(state: RunState) -> None:
     resource = state.resource
     if state.node_lost is not None:
         _force_delete_pod(state, state.node_lost)
+    elif state.plan.kind == "Job" and (grace := _end_grace(state)) is not None:
+        # A Job's delete takes its pod with the pod's own grace (the copy-back's): the pod
+        # is deleted first, with the grace given back.
+        pod = state.watch.pod_name if state.watch is not None else None
+        if pod:
+            verbs.delete(state.target, "Pod", pod, grace)
     try:
         result = _prepared_delete_result(state) or _delete_until_reached(state)
     except SquarepegError as exc:
@@ -191,7 +206,7 @@ def _force_delete_pod(state: RunState, node: str) -> None:
 def _terminating_message(state: RunState) -> str:
     """After a stop (a signal, a closed pipe) deleted a pod whose container still ran:
     squarepeg exits now, the pod goes on its own time (docs/decisions/0140)."""
-    grace = state.grace_seconds
+    grace = _end_grace(state) or state.grace_seconds
     within = f"within {grace}s" if grace is not None else "within its grace period"
     ref = state.resource.ref
     if state.plan.kind == "Job":
@@ -212,7 +227,7 @@ def _delete_until_reached(state: RunState) -> kubectl.Result:
     plan = state.plan
     waited, pause = 0.0, DELETE_RETRY_FIRST_PAUSE
     held_pod = state.main_held and plan.kind == "Pod"
-    grace = BEFORE_MAIN_GRACE_SECONDS if held_pod else None
+    grace = BEFORE_MAIN_GRACE_SECONDS if held_pod else _end_grace(state)
     while True:
         result = verbs.delete(state.target, plan.kind, plan.name, grace)
         if result.ok or not unreachable(result) or waited >= DELETE_RETRY_SECONDS:

@@ -188,3 +188,28 @@ def test_an_injected_sidecar_that_ignores_sigterm_holds_neither_output_nor_exit_
     # The pod goes with the run's grace (--stop-timeout 2), not a sidecar's own time.
     wait_until(lambda: names(kubesim, namespace) == [], 2 + 10, "the pod to be gone")
     assert time.monotonic() - began < 60, done.lines
+
+
+@MODES
+@pytest.mark.parametrize("stop_timeout", [None, 2])
+def test_an_injected_sidecar_with_files_in_and_out_goes_with_the_runs_grace(
+    injecting: None, squarepeg: Squarepeg, kubesim: Any, namespace: str, mode: str,
+    stop_timeout: int | None, tmp_path: Path
+) -> None:
+    """A rw mount raises the pod's grace to the copy-back's 300 s; once the copy is done the
+    run's delete gives it back (Kubernetes' 30 s, or --stop-timeout): a sidecar that ignores
+    SIGTERM no longer holds the pod for five minutes (plan/filehelpers.py)."""
+    (tmp_path / "out").mkdir()
+    helper = tmp_path / "helper.yaml"  # the node's busybox, as tests/e2e/test_files.py's
+    helper.write_text("files_helper_image: busybox\n")
+    grace = ["--stop-timeout", str(stop_timeout)] if stop_timeout is not None else []
+    began = time.monotonic()
+    done = squarepeg("run", "--mode", mode, "--config", str(helper), *grace,
+                     "-v", f"{tmp_path / 'out'}:/out", "alpine", "sh", "-c",
+                     "echo made > /out/file; echo from main; exit 3")
+    returned = time.monotonic() - began
+    assert (done.code, done.stdout) == (3, b"from main\n"), done.lines
+    assert (tmp_path / "out" / "file").read_text() == "made\n"
+    bound = (stop_timeout if stop_timeout is not None else 30) + 10
+    wait_until(lambda: names(kubesim, namespace) == [], bound, "the pod to be gone")
+    assert returned < 60, done.lines

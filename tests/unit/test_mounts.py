@@ -165,6 +165,17 @@ def test_a_rw_bind_mount_adds_its_emptydir_both_helpers_and_the_grace() -> None:
     assert any("a snapshot of ./src fills the emptyDir files-1" in n for n in p.notes)
 
 
+def test_the_runs_delete_gives_back_the_grace_raised_for_the_copy_back() -> None:
+    rw = plan(volume=("./src:/src",)).options
+    assert filehelpers.grace_after_copy_back(rw.binds, rw.stop_timeout) == \
+        filehelpers.DEFAULT_GRACE_SECONDS
+    # The user's own --stop-timeout is the pod's grace already; a ro mount raised nothing.
+    timed = plan(volume=("./src:/src",), stop_timeout="5").options
+    assert filehelpers.grace_after_copy_back(timed.binds, timed.stop_timeout) is None
+    ro = plan(volume=("./cfg:/cfg:ro",)).options
+    assert filehelpers.grace_after_copy_back(ro.binds, ro.stop_timeout) is None
+
+
 def test_a_ro_bind_mount_is_read_only_and_has_no_copy_back() -> None:
     p = plan(volume=("/etc/cfg.json:/etc/cfg.json:ro",), stop_timeout="10")
     spec = _spec(p)
