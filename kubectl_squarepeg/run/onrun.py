@@ -26,18 +26,21 @@ Owns what each does with a run found as `logs`, `wait` and `rm` find it (run/det
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 from kubectl_squarepeg.cluster import kubectl, podstate, verbs
+from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.cluster.execwords import ExecStderr
 from kubectl_squarepeg.errors import ClusterError, StartupError, UsageError
 from kubectl_squarepeg.plan.labels import STOPPED_AT_ANNOTATION
-from kubectl_squarepeg.run import detached, listing
+from kubectl_squarepeg.run import detached, listing, watch
 from kubectl_squarepeg.terminal.console import Console
 
 _READ_BYTES = 65536
@@ -150,6 +153,42 @@ def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+# How long `stop` waits past a run's grace period for its container's end before it reads the
+# pod once itself: a watch that missed the end must not hold `stop` forever.
+STOP_SLACK_SECONDS = 30.0
+
+
+def _wait_until_stopped(target: kubectl.Target, run: listing.Found,
+                        commands: Commands) -> None:
+    """Until the stopped run's container has ended, at most its grace period and
+    STOP_SLACK_SECONDS; then the pod as the API server has it, or one line saying it has not
+    ended (exit 125)."""
+    assert run.pod is not None
+    name = podstate.name(run.pod)
+    grace = podstate.grace_period(run.pod)
+    bound = (30 if grace is None else grace) + STOP_SLACK_SECONDS
+    deadline = time.monotonic() + bound
+    pod_watch = detached._pod_watch(target, run, commands)
+    try:
+        event = None
+        while event is None and time.monotonic() < deadline:
+            event = pod_watch.next(watch.SLICE_SECONDS)
+        if event is not None and watch.wait_for_finish(
+                pod_watch, event, stop=lambda: time.monotonic() > deadline) is not None:
+            return
+    finally:
+        pod_watch.close()
+    found = verbs.get_object(target, "Pod", name)
+    with contextlib.suppress(ValueError):
+        if found.ok and podstate.has_finished(json.loads(found.stdout)):
+            return
+    raise ClusterError(
+        f"pod {name} has not ended {bound:g}s after `stop` sent SIGTERM",
+        f"`{commands.kubectl('describe', 'pod', name)}` says why; "
+        f"`kubectl squarepeg rm -f {run.name}` deletes it",
+    )
+
+
 def stop(
     connection: Any,
     created_by: str,
@@ -195,7 +234,9 @@ def stop(
                         "permission",
                     )
         for run in runs:
-            detached._outcome(target, run, commands)
+            assert run.pod is not None
+            if not podstate.has_finished(run.pod):
+                _wait_until_stopped(target, run, commands)
             out(f"{run.name}\n")
             sys.stdout.flush()
     finally:
