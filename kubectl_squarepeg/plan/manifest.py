@@ -267,7 +267,8 @@ def _secret(
     run_id: str,
 ) -> dict[str, Any] | None:
     """The run's Secret, and the main container's env turned into references to it."""
-    values = secretenv.secret_values(options)
+    values = secretenv.secret_values(options.env, options.secret_env,
+                                     options.secret_env_all)
     if not values:
         return None
     meta = pod["metadata"]

@@ -13,12 +13,9 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubectl_squarepeg.plan.values import ValueProblem, parse_env_item
-
-if TYPE_CHECKING:
-    from kubectl_squarepeg.plan.options import RunOptions
 
 # What the API server takes as a Secret's data key (IsConfigMapKey).
 _SECRET_KEY = re.compile(r"[-._a-zA-Z0-9]+")
@@ -44,11 +41,12 @@ def check_key(key: str) -> None:
         )
 
 
-def secret_values(options: RunOptions) -> dict[str, str]:
+def secret_values(env: Mapping[str, str], secret_env: Mapping[str, str],
+                  secret_env_all: bool) -> dict[str, str]:
     """The values the run's Secret holds, by variable name: `--secret-env`'s, and every
     env value when `secret_env_all` is on (a `--secret-env` wins over `-e` of the same key)."""
-    chosen = dict(options.env) if options.secret_env_all else {}
-    chosen.update(options.secret_env)
+    chosen = dict(env) if secret_env_all else {}
+    chosen.update(secret_env)
     return chosen
 
 

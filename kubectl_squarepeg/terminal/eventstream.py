@@ -3,9 +3,10 @@
 Owns the encoding of one event (`encode`, pure: the schema's version, the time, the name,
 the fields in a fixed order), the sinks (`JsonLinesSink` writes and flushes each line
 whole, under a lock, so that lines from the log, watch and signal paths never interleave
-and a reader sees each one at once; `NullSink`, what every run without --events has:
-nothing is encoded, nothing asked of the cluster), and where the stream goes (`open_sink`:
-a file, or `-` for stderr in place of squarepeg's own lines, docs/decisions/0400).
+and a reader sees each one at once; `NullSink`, in terminal/console.py, what every run
+without --events has: nothing is encoded, nothing asked of the cluster), and where the
+stream goes (`open_sink`: a file, or `-` for stderr in place of squarepeg's own lines,
+docs/decisions/0400).
 
 What goes in is what squarepeg's lines already say: no environment value ever does
 (docs/decisions/0026), and callers pass names, codes and the cluster's own messages only.
@@ -19,9 +20,6 @@ import sys
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol, TextIO
-
-# The sink of a run without --events lives in terminal/console.py, which `--help` loads too.
-from kubectl_squarepeg.terminal.console import NullSink as NullSink
 
 # Bumped when a field changes meaning or goes away; new events and fields keep it.
 SCHEMA_VERSION = 1

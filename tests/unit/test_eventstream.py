@@ -13,11 +13,10 @@ import pytest
 
 from kubectl_squarepeg.cluster.podstate import Outcome
 from kubectl_squarepeg.run import eventlog
-from kubectl_squarepeg.terminal.console import Console
+from kubectl_squarepeg.terminal.console import Console, NullSink
 from kubectl_squarepeg.terminal.eventstream import (
     SCHEMA_VERSION,
     JsonLinesSink,
-    NullSink,
     encode,
     timestamp,
 )
