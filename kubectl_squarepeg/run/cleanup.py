@@ -154,12 +154,11 @@ def _delete(state: RunState) -> None:
     resource = state.resource
     if state.node_lost is not None:
         _force_delete_pod(state, state.node_lost)
-    elif state.plan.kind == "Job" and (grace := _end_grace(state)) is not None:
+    elif (state.plan.kind == "Job" and (grace := _end_grace(state)) is not None
+          and (pod := _watched_pod(state))):
         # A Job's delete takes its pod with the pod's own grace (the copy-back's): the pod
         # is deleted first, with the grace given back.
-        pod = state.watch.pod_name if state.watch is not None else None
-        if pod:
-            verbs.delete(state.target, "Pod", pod, grace)
+        verbs.delete(state.target, "Pod", pod, grace)
     try:
         result = _prepared_delete_result(state) or _delete_until_reached(state)
     except SquarepegError as exc:
@@ -178,6 +177,11 @@ def _delete(state: RunState) -> None:
         state.console.notice(_terminating_message(state))
 
 
+def _watched_pod(state: RunState) -> str | None:
+    """The run's pod as its watch knows it (a Job's pod has a name of its controller's)."""
+    return state.watch.pod_name if state.watch is not None else None
+
+
 def _say_kept(state: RunState, why: str) -> None:
     """--events: the resource stays, and why (`keep`: --keep; `output`: its output could
     not all be read; `detached`: `run -d`)."""
@@ -189,7 +193,7 @@ def _force_delete_pod(state: RunState, node: str) -> None:
     """The pod on a node that stopped answering, removed without its kubelet's word: a
     graceful delete would leave it Terminating, holding its name, until the node came back
     (docs/decisions/0410). A Job's pod too, which its Job's delete would leave so."""
-    pod = (state.watch.pod_name if state.watch is not None else None) or state.plan.name
+    pod = _watched_pod(state) or state.plan.name
     result = verbs.delete(state.target, "Pod", pod, force=True)
     if result.ok:
         state.console.notice(
