@@ -71,7 +71,7 @@ def test_a_run_that_fits_no_node_starts_on_the_node_add_node_brings(
     FailedScheduling once and waits; `ctl add-node` joins node 3 and the run completes there.
     add-node took 6.1 s here (the launcher's own `in`: a kubelet and containerd started, the
     images pushed, Ready, a canary pod run; 7.1 s to the test), load average near 20 on 2
-    cores: the run waited about as long for it as it waited for its FailedScheduling."""
+    cores."""
     process, out, err = _start(
         squarepeg, tmp_path, "--name", "arrives", "--timeout", str(int(ADD_NODE_SECONDS + 120)),
         "--node-selector", f"kubernetes.io/hostname={NEW_NODE}",
