@@ -69,9 +69,9 @@ def test_a_run_that_fits_no_node_starts_on_the_node_add_node_brings(
         kubesim: Localkube, squarepeg: Squarepeg, namespace: str, tmp_path: Path) -> None:
     """The run asks for a node that does not exist yet (node 3's hostname label); it shows
     FailedScheduling once and waits; `ctl add-node` joins node 3 and the run completes there.
-    add-node took 6.1 s here (the launcher's own `in`: a kubelet and containerd started, the
-    images pushed, Ready, a canary pod run; 7.1 s to the test), load average near 20 on 2
-    cores."""
+    add-node took 6.1, 6.3 and 9.4 s here (the launcher's own `in`: a kubelet and containerd
+    started, the images pushed, Ready, a canary pod run; 7.1 to 13.2 s to the test), load
+    average near 20 on 2 cores."""
     process, out, err = _start(
         squarepeg, tmp_path, "--name", "arrives", "--timeout", str(int(ADD_NODE_SECONDS + 120)),
         "--node-selector", f"kubernetes.io/hostname={NEW_NODE}",
