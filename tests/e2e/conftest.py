@@ -253,11 +253,11 @@ SEVERAL_NODES = ("several real nodes (lost, drained, cordoned): localkube's kube
 
 
 def several_nodes(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-                  *, nodes: int = 2, node_grace: float = 8) -> Iterator[Localkube]:
+                  *, nodes: int = 2, node_grace: float | None = 8) -> Iterator[Localkube]:
     """A module's own localkube of `nodes` kubelet nodes whose node controller gives a
     silent node `node_grace` seconds (the release's 50 s would make each node-loss test a
-    minute long), served as `kubesim` is; the module's tests are skipped on kubesim and on
-    the node agent. Use it as the module's `kubesim` fixture:
+    minute long; None keeps that default), served as `kubesim` is; the module's tests are
+    skipped on kubesim and on the node agent. Use it as the module's `kubesim` fixture:
     `yield from several_nodes(request, tmp_path_factory)`."""
     if selected_cluster(request.config) != "localkube":
         pytest.skip(SEVERAL_NODES)

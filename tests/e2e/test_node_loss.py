@@ -71,7 +71,7 @@ def test_a_drain_of_the_runs_node_ends_it_naming_the_eviction_and_the_node(
 def test_a_run_waits_for_capacity_and_starts_once_it_arrives(
         kubesim: Localkube, squarepeg: Squarepeg, namespace: str, tmp_path: Path) -> None:
     # A cordoned node made schedulable again is capacity arriving, as an autoscaler's new
-    # node is (ctl add-node is that, at a minute more of this file's time).
+    # node is (test_node_loss_default_grace.py waits for a node ctl add-node brings).
     kubesim.kubectl("cordon", NODE, check=True)
     try:
         process, out, err = _start(squarepeg, tmp_path, "--name", "waits", "--timeout",
