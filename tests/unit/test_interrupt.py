@@ -450,9 +450,9 @@ def test_process_abandon_ends_the_kubectl_children(tmp_path: os.PathLike[str]) -
     assert proc.stderr is not None
     assert proc.stderr.readline().startswith("squarepeg: warning: interrupted (SIGINT)")
     proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=10)
+    proc.communicate(timeout=30)
     assert proc.returncode == 130
-    wait_until(lambda: not _alive(child_pid), 5, "the child to end", interval=0.02)
+    wait_until(lambda: not _alive(child_pid), 30, "the child to end", interval=0.02)
 
 
 def _alive(pid: int) -> bool:

@@ -142,7 +142,7 @@ def test_the_kubelets_error_in_a_clean_body_is_retried_not_written() -> None:
     )
     logs.finish(0)
     logs.start()
-    assert logs.join(5.0) is True
+    assert logs.join(30.0) is True
     assert out.getvalue() == content(SAMPLE)
     assert "no such file or directory); will retry" in err.getvalue()
     assert logs.lost is None
@@ -374,8 +374,8 @@ def test_follower_reconnects_twice_and_writes_everything_once() -> None:
     ]
     logs, fake, out, err = follower(scripts)
     logs.start()
-    assert logs.finish(5.0) is True
-    assert logs.join(1.0) is True
+    assert logs.finish(30.0) is True
+    assert logs.join(10.0) is True
     assert out.getvalue() == content(SAMPLE)
     assert cut2 > cut1
     assert either(fake.calls) == [
@@ -405,10 +405,10 @@ def test_used_up_reconnects_wait_for_the_end_then_fetch_the_rest() -> None:
     scripts += [Script([render(SAMPLE, "2026-12-02T19:00:00Z")], 0)]
     logs, fake, out, err = follower(scripts)
     logs.start()
-    assert logs.join(5.0) is True  # suspended: nothing more until the container ends
+    assert logs.join(30.0) is True  # suspended: nothing more until the container ends
     assert len(fake.calls) == 6
     assert err.getvalue().endswith(SUSPENDED.format(REFUSED_REASON))
-    assert logs.finish(5.0) is True
+    assert logs.finish(30.0) is True
     assert out.getvalue() == content(SAMPLE)
     assert fake.calls[-2:] == [checked("2026-12-02T19:00:00Z"), checked(LAST)]
     assert (logs.gave_up, logs.error) == (False, None)
@@ -425,7 +425,7 @@ def test_a_silent_node_uses_the_reconnects_up_quietly_and_its_return_resumes_the
     logs, fake, out, err = follower(scripts)
     logs.node_silent("node-2")
     logs.start()
-    assert logs.join(5.0) is True  # suspended
+    assert logs.join(30.0) is True  # suspended
     assert "reconnects failed" not in err.getvalue()
     logs.node_silent(None)
     wait = threading.Event()
@@ -435,7 +435,7 @@ def test_a_silent_node_uses_the_reconnects_up_quietly_and_its_return_resumes_the
         wait.wait(0.01)
     assert out.getvalue() == content(SAMPLE)  # before the container's end
     assert fake.calls[6] == resumed("2026-12-02T19:00:00Z")  # a follow, not a final read
-    assert logs.finish(5.0) is True
+    assert logs.finish(30.0) is True
     assert out.getvalue() == content(SAMPLE)
 
 
@@ -444,7 +444,7 @@ def test_after_the_end_the_follower_retries_until_the_deadline_then_gives_up() -
     scripts += [Script([], 1, b"error: unexpected EOF\n") for _ in range(10_000)]
     logs, fake, out, err = follower(scripts)
     logs.start()
-    assert logs.join(5.0) is True  # suspended after the first round
+    assert logs.join(30.0) is True  # suspended after the first round
     assert len(fake.calls) == 6
     assert logs.finish(0.5) is False
     assert out.getvalue() == b"first line\n"
@@ -475,7 +475,7 @@ def test_cuts_inside_every_replay_after_the_end_do_not_cost_the_output() -> None
     logs, fake, out, _ = follower(scripts)
     logs.finish(0)  # the container ended before the first cut
     logs.start()
-    assert logs.join(5.0) is True
+    assert logs.join(30.0) is True
     assert out.getvalue() == content(SAMPLE)
     assert len(fake.calls) == 11  # and the last read, which found nothing newer
     assert fake.calls[1:] == [checked("2026-12-02T19:00:00Z")] * 9 + [checked(LAST)]
@@ -486,7 +486,7 @@ def test_follower_retries_a_container_waiting_to_start() -> None:
     waiting = b'error: container "main" in pod "p" is waiting to start: ContainerCreating\n'
     logs, fake, out, err = follower([Script([], 1, waiting), Script([render(SAMPLE)], 0)])
     logs.start()
-    assert logs.finish(5.0) is True
+    assert logs.finish(30.0) is True
     assert out.getvalue() == content(SAMPLE)
     assert either(fake.calls) == [BASE, BASE, resumed(LAST)]
     reason = 'container "main" in pod "p" is waiting to start: ContainerCreating'
@@ -500,7 +500,7 @@ def test_follower_gives_up_at_once_when_retrying_cannot_help() -> None:
     )
     logs, fake, _, err = follower([Script([], 1, forbidden)])
     logs.start()
-    assert logs.join(5.0) is True
+    assert logs.join(30.0) is True
     reason = '(Forbidden): pods "p" is forbidden: User "alice" cannot get resource "pods/log"' \
         ' in the namespace "ns"'
     assert err.getvalue() == GIVE_UP.format(reason)
@@ -520,7 +520,7 @@ def test_a_clean_end_before_finish_waits_for_finish_not_a_reconnect() -> None:
     logs, fake, out, err = follower([Script([render(SAMPLE)], 0)], backoff=slow)
     logs.start()
     assert logs.join(0.2) is False  # ended cleanly, waiting for finish() before any retry
-    assert logs.finish(5.0) is True
+    assert logs.finish(30.0) is True
     assert logs.join(0) is True
     assert (out.getvalue(), err.getvalue()) == (content(SAMPLE), "")
     assert fake.calls == [BASE, checked(LAST)]  # the stream, then a read that found no more
@@ -539,7 +539,7 @@ def test_a_clean_end_before_the_container_ended_is_resumed() -> None:
     wait_until(caught_up, 5.0, "the resumed stream to catch up", interval=0.01)
     assert err.getvalue() == ""  # no "will retry" for a clean end
     logs.stop()
-    assert logs.join(5.0) is True
+    assert logs.join(30.0) is True
     assert fake.streams[1].terminated.is_set()
     assert fake.calls[1] == resumed("2026-12-02T19:00:01Z")
 
@@ -554,9 +554,9 @@ def test_clean_ends_that_use_up_the_attempts_wait_quietly_for_the_end() -> None:
     scripts += [Script([rest], 0)]
     logs, fake, out, err = follower(scripts)
     logs.start()
-    assert logs.join(5.0) is True  # suspended: waits for the container's end
+    assert logs.join(30.0) is True  # suspended: waits for the container's end
     assert len(fake.calls) == 6 and err.getvalue() == ""
-    assert logs.finish(5.0) is True
+    assert logs.finish(30.0) is True
     assert out.getvalue() == content(SAMPLE)
     assert (logs.gave_up, logs.error, err.getvalue()) == (False, None, "")
 
@@ -567,7 +567,7 @@ def test_stop_ends_the_stream_without_complaint() -> None:
     wait_until(lambda: out.getvalue() == b"first line\nsame timestamp\n", 5.0,
                "the first two lines", interval=0.01)
     logs.stop()
-    assert logs.join(5.0) is True
+    assert logs.join(30.0) is True
     assert fake.streams[0].terminated.is_set()
     assert (err.getvalue(), logs.gave_up) == ("", False)
 
@@ -590,7 +590,7 @@ class BrokenOut(io.BytesIO):
 def test_a_stdout_closed_by_its_reader_stops_the_stream_without_blame() -> None:
     logs, fake, _, err = follower([Script([render(SAMPLE[:1])], None)], out=BrokenOut())
     logs.start()
-    assert logs.join(5.0) is True
+    assert logs.join(30.0) is True
     assert fake.streams[0].terminated.is_set()
     assert err.getvalue() == ""
     assert (logs.reader_gone, logs.gave_up) == (True, False)
@@ -604,7 +604,7 @@ class FullDisk(io.BytesIO):
 def test_a_stdout_that_fails_otherwise_is_reported() -> None:
     logs, _, _, err = follower([Script([render(SAMPLE[:1])], None)], out=FullDisk())
     logs.start()
-    assert logs.join(5.0) is True
+    assert logs.join(30.0) is True
     assert err.getvalue() == GIVE_UP.format(
         "cannot write to stdout ([Errno 28] No space left on device)"
     )
@@ -622,7 +622,7 @@ def test_a_stream_that_stayed_up_counts_as_progress() -> None:
         clock=lambda: float(next(ticks)),
     )
     logs.start()
-    assert logs.finish(5.0) is True
+    assert logs.finish(30.0) is True
     assert out.getvalue() == content(SAMPLE)
     assert err.getvalue() == retry_line("unexpected EOF", "0.001", 1) * 7
 
@@ -670,7 +670,7 @@ def test_a_clean_end_after_the_container_ended_is_checked_by_a_plain_read() -> N
     logs, fake, out, err = follower([Script([data[:cut]], 0), Script([data], 0)])
     logs.finish(0)  # the container had ended: the old follower took the clean end as all
     logs.start()
-    assert logs.join(5.0) is True
+    assert logs.join(30.0) is True
     assert (out.getvalue(), err.getvalue(), logs.lost) == (content(SAMPLE), "", None)
     assert fake.calls[1] == checked("2026-12-02T19:00:01Z")
     assert fake.calls[2] == checked(LAST)  # the first read brought more: once again
@@ -680,7 +680,7 @@ def test_a_plain_read_that_brings_nothing_new_ends_the_follower() -> None:
     logs, fake, out, _ = follower([Script([render(SAMPLE)], 0), Script([render(SAMPLE)], 0)])
     logs.finish(0)
     logs.start()
-    assert logs.join(5.0) is True
+    assert logs.join(30.0) is True
     assert out.getvalue() == content(SAMPLE)
     assert len(fake.calls) == 2
 
@@ -689,7 +689,7 @@ def test_a_rotation_after_a_clean_end_is_the_continuation() -> None:
     logs, _fake, out, err = follower([Script([BEFORE_ROTATION], 0), Script([NEW_FILE], 0)])
     logs.finish(0)
     logs.start()
-    assert logs.join(5.0) is True
+    assert logs.join(30.0) is True
     assert out.getvalue() == ROTATED_BYTES
     assert (err.getvalue(), logs.lost) == ("", None)
 
@@ -700,7 +700,7 @@ def test_a_rotation_after_a_cut_reports_the_gap_and_goes_on() -> None:
     )
     logs.finish(0)
     logs.start()
-    assert logs.join(5.0) is True
+    assert logs.join(30.0) is True
     assert out.getvalue() == b"379245\n379246" + b"379247\n379248\n"
     lost = (
         "output lost after line 2 (in part), byte 13: the node's log of pod p no longer holds "
@@ -762,7 +762,7 @@ def test_the_kubelets_error_after_a_cut_is_not_a_rotation() -> None:
     ])
     logs.finish(0)
     logs.start()
-    assert logs.join(5.0) is True
+    assert logs.join(30.0) is True
     assert (out.getvalue(), logs.lost) == (content(SAMPLE), None)
     assert "output lost" not in err.getvalue()
 
@@ -786,7 +786,7 @@ def test_the_log_ending_with_the_last_line_written_needs_no_plain_read() -> None
     fake.last_line = render(SAMPLE[-2:-1])
     logs.finish(0)
     logs.start()
-    assert logs.join(5.0) is True
+    assert logs.join(30.0) is True
     assert out.getvalue() == content(SAMPLE[:-1])
     assert (fake.calls, fake.probes) == ([[*BASE[:2], BASE[2].replace("true&", "false&", 1)]], 1)
 
@@ -798,7 +798,7 @@ def test_a_log_that_ends_otherwise_gets_the_plain_read() -> None:
     fake.last_line = render(SAMPLE[-2:-1])  # a later line than the last one written
     logs.finish(0)
     logs.start()
-    assert logs.join(5.0) is True
+    assert logs.join(30.0) is True
     assert out.getvalue() == content(SAMPLE[:-1])
     assert fake.probes == 1
     assert fake.calls[1] == checked("2026-12-02T19:00:01Z")
@@ -809,7 +809,7 @@ def test_a_last_line_without_newline_can_be_the_logs_last_line() -> None:
     fake.last_line = render(SAMPLE[-1:])  # "no final newline", as the log ends
     logs.finish(0)
     logs.start()
-    assert logs.join(5.0) is True
+    assert logs.join(30.0) is True
     assert out.getvalue() == content(SAMPLE)
     assert (len(fake.calls), fake.probes) == (1, 1)
 
@@ -821,6 +821,6 @@ def test_a_request_sent_after_the_end_that_brings_nothing_needs_no_check() -> No
     logs, fake, out, _ = follower([Script([], 0)])
     logs.finish(0)  # `run alpine true`: the end known before the first request left
     logs.start()
-    assert logs.join(5.0) is True
+    assert logs.join(30.0) is True
     assert (out.getvalue(), fake.probes) == (b"", 0)
     assert fake.calls == [[*BASE[:2], BASE[2].replace("true&", "false&", 1)]]
