@@ -71,9 +71,16 @@ class PullRefusal:
                     f"credentials of --image-pull-secret {named}")
         return f"the registry {self.registry} refused to pull {self.image} without credentials"
 
-    def fix(self) -> str:
-        create = (f"kubectl create secret docker-registry NAME --docker-server={self.registry} "
-                  "--docker-username=USER --docker-password=PASSWORD")
+    def secret_args(self) -> tuple[str, ...]:
+        """kubectl's arguments that make a Secret for the registry: a template (NAME, USER
+        and PASSWORD are the user's to fill in)."""
+        return ("create", "secret", "docker-registry", "NAME",
+                f"--docker-server={self.registry}", "--docker-username=USER",
+                "--docker-password=PASSWORD")
+
+    def fix(self, create: str) -> str:
+        """The fix; `create` is `secret_args` as a command line (with the run's context and
+        namespace: the Secret must be in the pod's namespace)."""
         if self.secrets:
             return (f"check that the Secret {', '.join(self.secrets)} exists in the namespace "
                     f"and holds credentials for {self.registry} that may pull the image "

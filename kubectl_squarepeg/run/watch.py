@@ -348,7 +348,7 @@ def wait_for_start(
                     event.pod, stuck.container, stuck.reason, stuck.message
                 )
                 if pull is not None:  # decision 0424
-                    hint = pull.fix()
+                    hint = pull.fix(commands.kubectl(*pull.secret_args()))
                     said = (
                         f"container {stuck.container} of pod {pod_name} cannot start: "
                         f"{stuck.reason}: {pull.said()} ({stuck.message})"

@@ -61,8 +61,10 @@ def test_without_credentials_it_fails_fast_naming_the_flag(
     assert len(said) == 1, done.lines
     assert (f"refused to pull {registry.image} without credentials" in said[0]
             and "pass `--image-pull-secret NAME`" in said[0]
-            and f"kubectl create secret docker-registry NAME --docker-server={registry.host} "
-                "--docker-username=USER --docker-password=PASSWORD" in said[0]), said[0]
+            and f"`kubectl create secret docker-registry NAME --docker-server={registry.host} "
+                "--docker-username=USER --docker-password=PASSWORD "
+                f"--context={kubesim.context} "
+                f"--namespace={namespace}`" in said[0]), said[0]
     wait_until(lambda: names(kubesim, namespace) == [], 30, "the run's pod and job to be gone")
 
 

@@ -17,7 +17,8 @@ pid, so two can run at once):
   3, 3.19, 3.20) and `busybox` (busybox-static images from node_image) and `python` (latest,
   3, 3.11: busybox plus the machine's Debian python3.11), which containerd uses for
   `docker.io`: `alpine` pulls as on any cluster and a typo'd image fails with a real
-  ErrImagePull;
+  ErrImagePull; beside it, private_registry.py's proxy on 127.0.0.1:5001 asking for HTTP
+  Basic credentials, which containerd uses for `private.localkube:5001`;
 - containerd with its root, state, socket and netns mounts in the state directory and
   `restrict_oom_score_adj` (this machine lacks CAP_SYS_RESOURCE, without which runc cannot
   give the sandbox oom_score_adj -998);

@@ -49,6 +49,9 @@ UNREACHABLE = (
 )
 
 
+CREATE = "kubectl create secret docker-registry NAME"
+
+
 @pytest.mark.parametrize("message", [NO_CREDENTIALS, WRONG_PASSWORD, BACK_OFF, GHCR])
 def test_refusals_of_credentials_are_recognized(message: str) -> None:
     assert pullauth.credentials_refused(message) is True
@@ -60,7 +63,7 @@ def test_docker_hubs_words_fit_a_missing_repository_as_well() -> None:
     assert refused is not None and not refused.certain
     assert refused.said() == ("the registry docker.io refused to pull docker.io/acme/secret:1: "
                               "the repository does not exist there, or needs credentials")
-    assert refused.fix().startswith("check the image name and tag; if it is private, pass "
+    assert refused.fix(CREATE).startswith("check the image name and tag; if it is private, pass "
                                     "`--image-pull-secret NAME`")
 
 
@@ -89,10 +92,11 @@ def test_without_a_secret_the_fix_names_the_flag_and_the_secrets_shape() -> None
     assert refused.image == IMAGE  # the kubelet's quote, not the spec's
     assert refused.said() == (f"the registry private.localkube:5001 refused to pull {IMAGE} "
                               "without credentials")
-    fix = refused.fix()
-    assert "--image-pull-secret NAME" in fix
-    assert ("kubectl create secret docker-registry NAME --docker-server=private.localkube:5001"
-            " --docker-username=USER --docker-password=PASSWORD") in fix
+    assert refused.fix(CREATE) == ("pass `--image-pull-secret NAME`, NAME a docker-registry "
+                                   f"Secret in the namespace (`{CREATE}`)")
+    assert refused.secret_args() == (
+        "create", "secret", "docker-registry", "NAME", "--docker-server=private.localkube:5001",
+        "--docker-username=USER", "--docker-password=PASSWORD")
 
 
 def test_with_a_secret_the_fix_names_it() -> None:
@@ -103,7 +107,7 @@ def test_with_a_secret_the_fix_names_it() -> None:
     assert refused.secrets == ("ghcr",)
     assert refused.registry == "ghcr.io"
     assert "with the credentials of --image-pull-secret ghcr" in refused.said()
-    assert "check that the Secret ghcr exists" in refused.fix()
+    assert "check that the Secret ghcr exists" in refused.fix(CREATE)
 
 
 def test_the_spec_image_stands_in_when_the_message_quotes_none() -> None:

@@ -240,7 +240,7 @@ def test_a_registry_refusing_credentials_names_the_flag_and_the_secret() -> None
         f"refused to pull reg.example:5001/p/a:1 without credentials ({message}); "
         "pass `--image-pull-secret NAME`, NAME a docker-registry Secret in the namespace "
         "(`kubectl create secret docker-registry NAME --docker-server=reg.example:5001 "
-        "--docker-username=USER --docker-password=PASSWORD`); `kubectl get events "
+        "--docker-username=USER --docker-password=PASSWORD --namespace=ns`); `kubectl get events "
         "--field-selector involvedObject.name=p --namespace=ns` lists its events, also after "
         "the cleanup"
     )
