@@ -429,7 +429,7 @@ class KubeletNode:
         (certs / "hosts.toml").write_text(hosts_toml(REGISTRY))
         private = self.containerd_dir / "certs.d" / private_registry.HOST
         private.mkdir()
-        (private / "hosts.toml").write_text(private_registry.hosts_toml())
+        (private / "hosts.toml").write_text(hosts_toml(private_registry.LISTEN))
         (self.containerd_dir / "cni" / "10-localkube.conflist").write_text(
             cni_conflist(BRIDGE, pod_subnet, self.state / "cni-ipam"))
         config = kubelet_config(self.address, KUBELET_PORT, KUBELET_HEALTHZ_PORT, self.socket,

@@ -51,12 +51,6 @@ class PrivateRegistry:
     password: str = PASSWORD
 
 
-def hosts_toml(listen: str = LISTEN) -> str:
-    """containerd's certs.d/HOST/hosts.toml: the host name served over plain HTTP at `listen`."""
-    return f'server = "http://{listen}"\n\n[host."http://{listen}"]\n' \
-           f'  capabilities = ["pull", "resolve"]\n'
-
-
 def authorized(header: str | None, user: str = USER, password: str = PASSWORD) -> bool:
     if not header or not header.lower().startswith("basic "):
         return False

@@ -18,7 +18,7 @@ from typing import ClassVar
 import pytest
 
 from tests.helpers import stop_process, wait_until
-from tests.localkube import private_registry
+from tests.localkube import kubelet_node, private_registry
 from tests.localkube.processes import free_port
 
 MANIFEST = b'{"schemaVersion":2}'
@@ -102,7 +102,7 @@ def test_with_them_it_forwards_without_them(proxy: str) -> None:
 
 
 def test_containerd_reaches_the_host_name_over_plain_http() -> None:
-    assert private_registry.hosts_toml("127.0.0.1:5001") == (
+    assert kubelet_node.hosts_toml(private_registry.LISTEN) == (
         'server = "http://127.0.0.1:5001"\n\n[host."http://127.0.0.1:5001"]\n'
         '  capabilities = ["pull", "resolve"]\n')
     assert private_registry.IMAGE == "private.localkube:5001/private/alpine:latest"
