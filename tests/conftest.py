@@ -79,6 +79,7 @@ import yaml
 from tests.helpers import wait_until
 from tests.kubesim.launcher import alive, descendants
 from tests.localkube import build
+from tests.localkube.private_registry import PrivateRegistry
 
 ROOT = Path(__file__).resolve().parent.parent
 KUBESIM = ROOT / "scripts" / "kubesim"
@@ -480,6 +481,9 @@ class Localkube(Kubesim):
     name = "localkube"
     context = "localkube"
     ready_seconds = LOCALKUBE_READY_SECONDS
+    # The kubelet node's registry host that refuses a pull without these credentials
+    # (tests/localkube/private_registry.py); the node agent pulls nothing.
+    private_registry = PrivateRegistry()
 
     def __init__(self, workdir: Path, scenario: dict[str, Any] | None = None,
                  node: str | None = None, *, nodes: int = 1,

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kubectl_squarepeg.cluster import admission, kubectl, podstate, verbs
+from kubectl_squarepeg.cluster import admission, kubectl, podstate, pullauth, verbs
 from kubectl_squarepeg.cluster.commands import Commands
 from kubectl_squarepeg.errors import ClusterError, StartupError
 from kubectl_squarepeg.run import nodeloss
@@ -344,6 +344,15 @@ def wait_for_start(
                 said = f"container {stuck.container} of pod {pod_name} cannot start: " + (
                     f"{stuck.reason}{detail}"
                 )
+                pull = pullauth.pod_refusal(
+                    event.pod, stuck.container, stuck.reason, stuck.message
+                )
+                if pull is not None:  # decision 0424
+                    hint = pull.fix(commands.kubectl(*pull.secret_args()))
+                    said = (
+                        f"container {stuck.container} of pod {pod_name} cannot start: "
+                        f"{stuck.reason}: {pull.said()} ({stuck.message})"
+                    )
                 raise StartupError(
                     said + events_clause(reporter.fetch, pod_name, said=said),
                     f"{hint}; {_events_hint(commands, pod_name)}",

@@ -17,7 +17,8 @@ pid, so two can run at once):
   3, 3.19, 3.20) and `busybox` (busybox-static images from node_image) and `python` (latest,
   3, 3.11: busybox plus the machine's Debian python3.11), which containerd uses for
   `docker.io`: `alpine` pulls as on any cluster and a typo'd image fails with a real
-  ErrImagePull;
+  ErrImagePull; beside it, private_registry.py's proxy on 127.0.0.1:5001 asking for HTTP
+  Basic credentials, which containerd uses for `private.localkube:5001`;
 - containerd with its root, state, socket and netns mounts in the state directory and
   `restrict_oom_score_adj` (this machine lacks CAP_SYS_RESOURCE, without which runc cannot
   give the sandbox oom_score_adj -998);
@@ -58,8 +59,10 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -68,7 +71,7 @@ from typing import Any
 import yaml
 
 from tests.helpers import processes
-from tests.localkube import node_build, node_image
+from tests.localkube import node_build, node_image, private_registry
 from tests.localkube.build import BuildError
 from tests.localkube.commands import run_checked
 from tests.localkube.netns import (
@@ -302,6 +305,11 @@ class KubeletNode:
         self.registry = Component(f"registry{suffix}", [
             *inside, str(self.bin / "crane"), "registry", "serve", "--address", REGISTRY,
             "--disk", str(state / "registry")], log(f"registry{suffix}"))
+        # The same registry behind HTTP Basic authentication (private_registry.py).
+        self.private_registry = Component(f"private-registry{suffix}", [
+            *inside, sys.executable, "-I", private_registry.__file__,
+            "--listen", private_registry.LISTEN, "--upstream", REGISTRY],
+            log(f"private-registry{suffix}"))
         # containerd finds its shim on PATH.
         self.containerd = Component(f"containerd{suffix}", [
             *self.prefix(), "env", f"PATH={self.bin}:{os.environ.get('PATH', '')}",
@@ -317,12 +325,12 @@ class KubeletNode:
         return [*self.network.prefix(), f"--mount={self.mounts}"]
 
     def components(self) -> tuple[Component, ...]:
-        return (self.registry, self.containerd, self.kubelet)
+        return (self.registry, self.private_registry, self.containerd, self.kubelet)
 
     def watched_components(self) -> tuple[Component, ...]:
         """The components that must be running: the kubelet and containerd only while the
         node has power (the registry stands for a registry elsewhere: it stays)."""
-        return self.components() if self.powered else (self.registry,)
+        return self.components() if self.powered else (self.registry, self.private_registry)
 
     def memory(self) -> dict[str, int]:
         """The resident memory (VmRSS, KiB) of the node's kubelet, containerd, shims and
@@ -361,8 +369,11 @@ class KubeletNode:
         self._write_configs(str(addresses.pod_subnet))
         self._make_mount_namespace()
         self.registry.start()
+        self.private_registry.start()
         wait_for(self._registry_up, 30, "the registry", self.registry, stopping)
         self._push_images()
+        wait_for(self._private_registry_up, 30, "the private registry", self.private_registry,
+                 stopping)
         self.containerd.start()
         wait_for(self._containerd_up, 30, "containerd", self.containerd, stopping)
         pause = node_image.pause_image((self.bin / "pause").read_bytes())
@@ -416,6 +427,9 @@ class KubeletNode:
         certs = self.containerd_dir / "certs.d" / "docker.io"
         certs.mkdir(parents=True)
         (certs / "hosts.toml").write_text(hosts_toml(REGISTRY))
+        private = self.containerd_dir / "certs.d" / private_registry.HOST
+        private.mkdir()
+        (private / "hosts.toml").write_text(hosts_toml(private_registry.LISTEN))
         (self.containerd_dir / "cni" / "10-localkube.conflist").write_text(
             cni_conflist(BRIDGE, pod_subnet, self.state / "cni-ipam"))
         config = kubelet_config(self.address, KUBELET_PORT, KUBELET_HEALTHZ_PORT, self.socket,
@@ -428,6 +442,18 @@ class KubeletNode:
             try:
                 with urllib.request.urlopen(f"http://{REGISTRY}/v2/", timeout=2):
                     return True
+            except OSError:
+                return False
+        return call_inside(self.network.path, ask)
+
+    def _private_registry_up(self) -> bool:
+        """Up when it refuses a request without credentials, as it should."""
+        def ask() -> bool:
+            try:
+                with urllib.request.urlopen(f"http://{private_registry.LISTEN}/v2/", timeout=2):
+                    return False
+            except urllib.error.HTTPError as refused:
+                return refused.code == 401
             except OSError:
                 return False
         return call_inside(self.network.path, ask)
@@ -463,6 +489,11 @@ class KubeletNode:
                     _run([*self.network.prefix(), str(self.bin / "crane"), "push",
                           "--insecure", str(layout), f"{REGISTRY}/{repository}:{tag}"],
                          f"pushing {repository}:{tag} to the local registry")
+        # The private registry's image: the busybox one again (its blobs are there already).
+        _run([*self.network.prefix(), str(self.bin / "crane"), "push", "--insecure",
+              str(self.images / "0"),
+              f"{REGISTRY}/{private_registry.REPOSITORY}:{private_registry.TAG}"],
+             "pushing the private registry's image")
 
     def _ctr(self, *args: str) -> str:
         return _run([str(self.bin / "ctr"), "--address", str(self.socket), "--namespace",
@@ -614,6 +645,7 @@ class KubeletNode:
                         self._ctr("tasks", "delete", "--force", task)
         self.containerd.stop(5)
         self._kill_shims()
+        self.private_registry.stop(2)
         self.registry.stop(2)
         if self.forwarder is not None:
             self.forwarder.close()

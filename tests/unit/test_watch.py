@@ -225,6 +225,27 @@ def test_fail_fast_far_inside_the_timeout_quotes_the_events() -> None:
     )
 
 
+def test_a_registry_refusing_credentials_names_the_flag_and_the_secret() -> None:
+    message = ('failed to pull and unpack image "reg.example:5001/p/a:1": failed to resolve '
+               "image: pull access denied, repository does not exist or may require "
+               "authorization: authorization failed: no basic auth credentials")
+    stuck = pod({"waiting": {"reason": "ErrImagePull", "message": message}})
+    stuck["spec"] = {"containers": [{"name": "main", "image": "reg.example:5001/p/a:1"}]}
+    w = watch.PodWatch(TARGET, pod="p", start=FakeStarter([([ev(stuck)], None, b"")]))
+    w.start()
+    with pytest.raises(StartupError) as caught:
+        watch.wait_for_start(w, timeout=300, reporter=reporter([], []), commands=Commands(TARGET))
+    assert caught.value.one_line() == (
+        "container main of pod p cannot start: ErrImagePull: the registry reg.example:5001 "
+        f"refused to pull reg.example:5001/p/a:1 without credentials ({message}); "
+        "pass `--image-pull-secret NAME`, NAME a docker-registry Secret in the namespace "
+        "(`kubectl create secret docker-registry NAME --docker-server=reg.example:5001 "
+        "--docker-username=USER --docker-password=PASSWORD --namespace=ns`); `kubectl get events "
+        "--field-selector involvedObject.name=p --namespace=ns` lists its events, also after "
+        "the cleanup"
+    )
+
+
 def test_described_events_are_the_warnings_or_else_the_last_normal_ones() -> None:
     normal = [{"type": "Normal", "reason": f"R{i}", "message": f"m{i}"} for i in range(7)]
     assert podevents.describe_events(normal) == (
