@@ -4,9 +4,14 @@ never written; bounded waits."""
 
 from __future__ import annotations
 
+import io
 import random
+import time
+
+import pytest
 
 from kubectl_squarepeg.run.exactlines import WAIT_SECONDS, ExactLines
+from kubectl_squarepeg.run.exactout import ExactOut
 
 OUT, ERR = 1, 2
 
@@ -123,3 +128,34 @@ def test_a_long_line_costs_no_memory_on_either_side() -> None:
         assert lines.from_log(big) == big  # written as it comes: nothing before it waits
     lines.from_attach(b"\r\n", OUT)
     assert lines.from_log(b"\n") == b"\r\n"
+
+
+class Broken:
+    def write(self, data: bytes) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self) -> None:
+        pass
+
+
+def test_exactout_writes_a_line_end_once_its_wait_is_over_and_closes_with_the_rest() -> None:
+    out = io.BytesIO()
+    exact = ExactOut(out)  # type: ignore[arg-type]
+    exact.attach_stream(2)(b"Warning: kubectl's own\n")
+    exact.write(b"from before the attach\nand a rest")
+    assert out.getvalue() == b"from before the attach"
+    deadline = time.monotonic() + 10
+    while out.getvalue() != b"from before the attach\nand a rest" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert out.getvalue() == b"from before the attach\nand a rest"
+    exact.attach_stream(1)(b"seen\r\n")
+    exact.write(b"\nseen\n")
+    exact.close()
+    assert out.getvalue() == b"from before the attach\nand a rest\nseen\r\n"
+
+
+def test_exactout_hands_a_closed_stdout_to_the_log_followers_next_write() -> None:
+    exact = ExactOut(Broken())  # type: ignore[arg-type]
+    with pytest.raises(BrokenPipeError):
+        exact.write(b"x\n")
+    exact.close()
