@@ -23,14 +23,22 @@ STDOUT, STDERR = 1, 2
 
 class ExactOut:
     """The log follower's `out` for `run -i` without `-t`; `attach_stream(n)` is the
-    callback for the attach's stdout (1) or stderr (2)."""
+    callback for the attach's stdout (1) or stderr (2).
+
+    Two locks: `_lock` guards the matcher and the bytes it made ready, in order, and is
+    never held while writing; `_write_lock` lets one thread at a time write them. The
+    attach's callbacks only feed the matcher and never write: a stdout that is slow to read
+    holds back the log follower, as it always did, but never kubectl attach, which would
+    hold back the container's own writes."""
 
     def __init__(self, out: BinaryIO, clock: Callable[[], float] = time.monotonic) -> None:
         self._out = out
         self._clock = clock
         self._lines = ExactLines(clock)
+        self._ready: list[bytes] = []
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
+        self._write_lock = threading.Lock()
         self._closed = False
         self._failure: Exception | None = None
         self._thread = threading.Thread(target=self._wait_out, name="exact-out", daemon=True)
@@ -44,13 +52,13 @@ class ExactOut:
 
     def write(self, data: bytes) -> int:
         with self._lock:
-            ready = self._lines.from_log(data)
+            self._add(self._lines.from_log(data))
             if self._closed:
-                ready += self._lines.flush()
-            self._emit(ready)
-            self._changed.notify()
-            if self._failure is not None:
-                raise self._failure
+                self._add(self._lines.flush())
+            self._changed.notify()  # a line end may wait now: the thread's next deadline
+        self._write_ready()
+        if self._failure is not None:
+            raise self._failure
         return len(data)
 
     def flush(self) -> None:
@@ -59,37 +67,57 @@ class ExactOut:
     def attach_stream(self, stream: int) -> Callable[[bytes], None]:
         def take(chunk: bytes) -> None:
             with self._lock:
-                self._emit(self._lines.from_attach(chunk, stream))
+                if self._add(self._lines.from_attach(chunk, stream)):
+                    self._changed.notify()
 
         return take
 
     def attach_ended(self) -> None:
         with self._lock:
-            self._emit(self._lines.attach_ended())
+            self._add(self._lines.attach_ended())
+            self._changed.notify()
 
-    def close(self) -> None:
-        """The end (or a stop): what waits is written now; the thread ends."""
+    def close(self, seconds: float = 5.0) -> None:
+        """The end (or a stop): what waits is written now, within `seconds` (a stdout
+        nobody reads must not hold the run); the thread ends."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            self._emit(self._lines.flush())
+            self._add(self._lines.flush())
             self._changed.notify()
-        self._thread.join(1.0)
+        self._thread.join(seconds)
 
-    def _emit(self, data: bytes) -> None:
-        if not data or self._failure is not None:
-            return
-        try:
-            self._out.write(data)
-            self._out.flush()
-        except (OSError, ValueError) as exc:
-            self._failure = exc
+    def _add(self, data: bytes) -> bool:
+        if data:
+            self._ready.append(data)
+        return bool(data)
+
+    def _write_ready(self) -> None:
+        with self._write_lock:
+            while True:
+                with self._lock:
+                    data = b"".join(self._ready)
+                    self._ready.clear()
+                if not data:
+                    return
+                if self._failure is None:
+                    try:
+                        self._out.write(data)
+                        self._out.flush()
+                    except (OSError, ValueError) as exc:
+                        self._failure = exc
 
     def _wait_out(self) -> None:
-        with self._changed:
-            while not self._closed:
-                deadline = self._lines.deadline()
-                timeout = None if deadline is None else max(0.0, deadline - self._clock())
-                self._changed.wait(timeout)
-                self._emit(self._lines.tick())
+        """Writes what the attach made ready, and line ends whose wait is over."""
+        while True:
+            with self._changed:
+                if not self._ready and not self._closed:
+                    deadline = self._lines.deadline()
+                    timeout = None if deadline is None else max(0.0, deadline - self._clock())
+                    self._changed.wait(timeout)
+                self._add(self._lines.tick())
+                closed = self._closed
+            self._write_ready()
+            if closed:
+                return
