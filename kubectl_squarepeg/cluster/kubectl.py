@@ -165,6 +165,8 @@ class Child:
         sink: _ByteSink | None = None,
         reader: _PipeReader | None = None,
         target: Target | None = None,
+        err_sink: _StderrTee | None = None,
+        err_reader: _PipeReader | None = None,
     ) -> None:
         self.argv = argv
         self.argv_tail = argv_tail  # the verb and what follows, without the target's flags
@@ -173,6 +175,7 @@ class Child:
         self.pid: int = command.pid
         self._sink = sink
         self._reader = reader
+        self._err_sink, self._err_reader = err_sink, err_reader
         self.exit_code: int | None = None
         self._done = threading.Event()
         _register(self)  # before the reaper, which unregisters it
@@ -185,8 +188,9 @@ class Child:
     def _reap(self) -> None:
         try:
             self.exit_code = self._command.process.wait()
-            if self._reader is not None:
-                self._reader.join()
+            for reader in (self._reader, self._err_reader):
+                if reader is not None:
+                    reader.join()
         finally:
             _unregister(self)
             self._done.set()
@@ -203,6 +207,8 @@ class Child:
 
     @property
     def stderr(self) -> bytes:
+        if self._err_sink is not None:
+            return self._err_sink.kept()
         data: bytes = self._command.process.stderr
         return data
 
@@ -283,6 +289,29 @@ class _ByteSink:
             self._callback(chunk)
         except BaseException as exc:
             self.failure = exc
+
+
+class _StderrTee:
+    """A child's stderr handed to a callback as it arrives (an attach's: the container's
+    stderr, run/exactout.py), its end also kept for `Child.stderr` (kubectl's own words,
+    which come last: a refusal, an error as it exits)."""
+
+    KEPT_BYTES = 64 * 1024
+
+    def __init__(self, callback: Callable[[bytes], None]) -> None:
+        self._callback = callback
+        self._kept = bytearray()
+        self._lock = threading.Lock()
+
+    def __call__(self, chunk: bytes) -> None:
+        with self._lock:
+            self._kept += chunk
+            del self._kept[: max(0, len(self._kept) - self.KEPT_BYTES)]
+        self._callback(chunk)
+
+    def kept(self) -> bytes:
+        with self._lock:
+            return bytes(self._kept)
 
 
 class _PipeReader:
@@ -404,6 +433,7 @@ def start(
     out_bufsize: int = 65536,
     namespaced: bool = True,
     stderr_fd: int | None = None,
+    on_stderr: Callable[[bytes], None] | None = None,
 ) -> Child:
     """Start `kubectl [target args] ARGS` in the background, in its own session.
 
@@ -412,11 +442,15 @@ def start(
     nothing is kept; otherwise sh keeps it for `collect`. `stdin` as an int is a file
     descriptor the child reads itself (squarepeg's own stdin, for an attach); `stdout_fd`
     likewise gives the child a descriptor of ours as its stdout, read by no thread here,
-    and `stderr_fd` as its stderr (then `Child.stderr` is empty).
+    and `stderr_fd` as its stderr (then `Child.stderr` is empty). With `on_stderr`, stderr
+    is handed over as stdout is with `on_stdout`, and `Child.stderr` is its last 64 KiB.
     """
     argv = (*(target.global_args(namespaced=namespaced) if target else []), *args)
     sink = _ByteSink(on_stdout) if on_stdout is not None else None
     reader = _PipeReader(sink, out_bufsize) if sink else None
+    err_tee = _StderrTee(on_stderr) if on_stderr is not None else None
+    err_sink = _ByteSink(err_tee) if err_tee is not None else None
+    err_reader = _PipeReader(err_sink, out_bufsize) if err_sink is not None else None
     held: HeldStdin | None = None
     child_stdin: bytes | int
     if isinstance(stdin, HeldStdin):
@@ -435,13 +469,16 @@ def start(
         options["_out_bufsize"] = 65536  # read at the end: big reads, no line splitting
     if stderr_fd is not None:
         options["_err"] = stderr_fd
+    elif err_reader is not None:
+        options["_err"] = err_reader.write_fd
     options["_preexec_fn"] = _child_hook()
     try:
         with _stop_signals_blocked():
             command = _door(_kubectl_path())(*argv, **options)
     except BaseException as exc:
-        if reader is not None:
-            reader.abandon()
+        for pipe in (reader, err_reader):
+            if pipe is not None:
+                pipe.abandon()
         if held is not None:
             held.started()
             held.close()
@@ -453,11 +490,15 @@ def start(
                 "`kubectl version --client` works",
             ) from None
         raise
-    if reader is not None:
-        reader.started()
+    for pipe in (reader, err_reader):
+        if pipe is not None:
+            pipe.started()
     if held is not None:
         held.started()
-    return Child(tuple(argv), tuple(args), command, sink=sink, reader=reader, target=target)
+    return Child(
+        tuple(argv), tuple(args), command, sink=sink, reader=reader, target=target,
+        err_sink=err_tee, err_reader=err_reader,
+    )
 
 
 def run(

@@ -242,18 +242,29 @@ def _discard(_chunk: bytes) -> None:
     pass
 
 
-def attach_stdin(target: Target, pod: str, container: str, *, stdin_fd: int) -> kubectl.Child:
+def attach_stdin(
+    target: Target,
+    pod: str,
+    container: str,
+    *,
+    stdin_fd: int,
+    on_stdout: Callable[[bytes], None] = _discard,
+    on_stderr: Callable[[bytes], None] | None = None,
+) -> kubectl.Child:
     """`kubectl attach -i`, reading the descriptor `stdin_fd` (squarepeg's own stdin) itself:
     raw bytes, nothing decoded or held here; their end closes the container's stdin (it is
-    `stdinOnce`). What it prints is discarded: the output of such a run is the log stream,
-    complete from the first byte, where an attach sees only what comes after it connected.
-    `--quiet` keeps "If you don't see a command prompt ..." off stderr, which is kept for
-    the refusal message."""
+    `stdinOnce`). The output of such a run is the log stream, complete from the first byte,
+    where an attach sees only what comes after it connected: what the attach prints goes to
+    `on_stdout` and `on_stderr` (the container's two streams, kubectl's own words on the
+    second), which only put back the `\r`s the log dropped (run/exactout.py). `--quiet`
+    keeps "If you don't see a command prompt ..." off stderr, which is kept for the
+    refusal message."""
     return kubectl.start(
         ["attach", "-i", "--quiet", pod, "-c", container],
         target,
         stdin=stdin_fd,
-        on_stdout=_discard,
+        on_stdout=on_stdout,
+        on_stderr=on_stderr,
     )
 
 

@@ -116,6 +116,8 @@ def cleanup(state: RunState) -> None:
             state.forwarding.stop()
         if state.logs is not None:
             state.logs.stop()
+        if state.exact_out is not None:
+            state.exact_out.close()  # what waited for the attach is written as the log has it
         if state.watch is not None:
             state.watch.close()
         if state.created:

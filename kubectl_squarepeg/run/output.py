@@ -3,7 +3,8 @@
 Owns, once the container has started (lifecycle spec, step 5; README, "Interactive runs"):
 the log stream (run/logs.py), for -i the attach that feeds stdin, for -it the terminal
 session whose attach output is the output, spliced after what the log had before it
-(terminal/session.py), for -t alone the log with `\\n` line ends (terminal/lineends.py);
+(terminal/session.py), for -t alone the log with `\\n` line ends (terminal/lineends.py), for
+-i alone the log with the `\\r`s it dropped put back from the attach (run/exactout.py);
 the port-forward of -p while the container runs (run/ports.py); the head check
 (run/loghead.py, docs/decisions/0280). Between waits for the container's end, `stopping`
 says whether the run must stop early: stdout's reader went away, an attach failed that the
@@ -36,6 +37,9 @@ HEAD_CHECK_SECONDS = 15.0
 ATTACH_GRACE_SECONDS = 3.0
 # How long `run -it` waits for kubectl attach to end and its output to be relayed.
 ATTACH_DRAIN_SECONDS = 10.0
+# How long `run -i` waits, after the log's end, for kubectl attach to end: the line ends
+# still waiting for it are decided then (run/exactlines.py).
+EXACT_DRAIN_SECONDS = 2.0
 
 
 def begin(state: RunState, started: watch.Event, pod: str) -> None:
@@ -106,14 +110,24 @@ def _start_output(state: RunState, pod: str) -> None:
         state.tty_log_out = LogLineEndsOut(state.out)
         start_logs(state, pod, out=state.tty_log_out)
         return
-    start_logs(state, pod)
-    if options.interactive:
-        state.attach = verbs.attach_stdin(state.target, pod, MAIN, stdin_fd=state.stdin_fd)
+    if not options.interactive:
+        start_logs(state, pod)
+        return
+    from kubectl_squarepeg.run.exactout import STDERR, STDOUT, ExactOut
+
+    exact = state.exact_out = ExactOut(state.out)
+    start_logs(state, pod, out=exact)  # type: ignore[arg-type]
+    state.attach = verbs.attach_stdin(
+        state.target, pod, MAIN, stdin_fd=state.stdin_fd,
+        on_stdout=exact.attach_stream(STDOUT), on_stderr=exact.attach_stream(STDERR),
+    )
 
 
 def stopping(state: RunState) -> bool:
     """Between waits for the container's end: whether the run stops early (stdout's reader
     went away), or raises why it fails (an attach refused, a forward that never worked)."""
+    if state.exact_out is not None and state.attach is not None and not state.attach.is_alive():
+        state.exact_out.attach_ended()  # the log's line ends need not wait for it any more
     return state.reader_gone or _attach_refused(state) or _forward_failed(state)
 
 
@@ -163,6 +177,10 @@ def drain(state: RunState, outcome: podstate.Outcome, pod: str) -> None:
         # The user's only copy of the rest is the pod's log: it stays (unless
         # someone else deleted it, and the run says so).
         state.keep_for_output = not outcome.pod_deleted
+    if state.exact_out is not None:
+        if state.attach is not None:
+            state.attach.wait(EXACT_DRAIN_SECONDS)
+        state.exact_out.close()
     _hear_head_check(state, pod)
     if state.tty_log_out is not None:
         with contextlib.suppress(OSError, ValueError):

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from kubectl_squarepeg.plan.manifest import Plan
     from kubectl_squarepeg.run import ports, sweep
     from kubectl_squarepeg.run.eventlog import PodPhases
+    from kubectl_squarepeg.run.exactout import ExactOut
     from kubectl_squarepeg.run.files import FileTransfer
     from kubectl_squarepeg.run.heartbeat import Heartbeat
     from kubectl_squarepeg.run.loghead import HeadCheck
@@ -95,6 +96,7 @@ class RunState:
     attach_failed_at: float | None = None
     terminal: terminal.TerminalSession | None = None
     tty_log_out: Any = None  # -t without -i: the log's line ends, converted
+    exact_out: ExactOut | None = None  # -i without -t: the log's dropped `\r`s put back
     head: HeadCheck | None = None  # whether the log's head was rotated away
     head_lost: str | None = None
     forwarding: ports.Forwarding | None = None
