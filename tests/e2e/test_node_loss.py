@@ -9,7 +9,6 @@ kubesim they are skipped: it has one simulated node and no node controller.
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Localkube
-from tests.e2e.conftest import Finished, Squarepeg, names, several_nodes, wait_until
+from tests.e2e import background
+from tests.e2e.conftest import Squarepeg, names, several_nodes, wait_until
 
 GRACE = 8.0  # the node controller's grace here (node-monitor-grace-period)
 BOUND = 30.0  # squarepeg's own (run/nodeloss.py BOUND_SECONDS)
@@ -34,32 +34,17 @@ def kubesim(request: pytest.FixtureRequest,
     yield from several_nodes(request, tmp_path_factory, nodes=2, node_grace=GRACE)
 
 
-def _start(squarepeg: Squarepeg, tmp_path: Path,
-           *args: str) -> tuple[subprocess.Popen[bytes], Path, Path]:
-    out, err = tmp_path / "out", tmp_path / "err"
-    with out.open("wb") as sink, err.open("wb") as complaints:
-        process = squarepeg.start("run", *args, stdout=sink, stderr=complaints)
-    return process, out, err
 
-
-def _finish(squarepeg: Squarepeg, process: subprocess.Popen[bytes], out: Path, err: Path,
-            timeout: float) -> Finished:
-    done = squarepeg.finish(process, timeout)
-    return Finished(done.code, out.read_bytes(), err.read_text(errors="replace"))
-
-
-def _wait_for_up(out: Path) -> None:
-    wait_until(lambda: out.read_bytes() == b"up\n", 120, "the container's first line")
 
 
 def test_a_drain_of_the_runs_node_ends_it_naming_the_eviction_and_the_node(
         kubesim: Localkube, squarepeg: Squarepeg, namespace: str, tmp_path: Path) -> None:
-    process, out, err = _start(squarepeg, tmp_path, "--name", "drained", "--stop-timeout",
+    process, out, err = background.start(squarepeg, tmp_path, "--name", "drained", "--stop-timeout",
                                "1", *ON_NODE, "busybox", "sh", "-c", "echo up; exec sleep 600")
     try:
         wait_until(lambda: out.read_bytes() == b"up\n", 120, "the container's first line")
         kubesim.ctl("drain", NODE)
-        done = _finish(squarepeg, process, out, err, 120)
+        done = background.finish(squarepeg, process, out, err, 120)
     finally:
         kubesim.kubectl("uncordon", NODE, check=True)
     assert done.code == 125, done.stderr
@@ -74,13 +59,13 @@ def test_a_run_waits_for_capacity_and_starts_once_it_arrives(
     # node is (test_node_loss_default_grace.py waits for a node ctl add-node brings).
     kubesim.kubectl("cordon", NODE, check=True)
     try:
-        process, out, err = _start(squarepeg, tmp_path, "--name", "waits", "--timeout",
+        process, out, err = background.start(squarepeg, tmp_path, "--name", "waits", "--timeout",
                                    "180", *ON_NODE, "busybox", "echo", "arrived")
         wait_until(lambda: "FailedScheduling" in err.read_text(errors="replace"), 90,
                    "the FailedScheduling reason on stderr")
     finally:
         kubesim.kubectl("uncordon", NODE, check=True)
-    done = _finish(squarepeg, process, out, err, 120)
+    done = background.finish(squarepeg, process, out, err, 120)
     assert (done.code, done.stdout) == (0, b"arrived\n"), done.stderr
     shown = [line for line in done.lines if "FailedScheduling" in line]
     assert len(shown) == 1 and "unschedulable" in shown[0], done.stderr
@@ -90,13 +75,13 @@ def test_a_node_back_within_the_bound_loses_nothing(
         kubesim: Localkube, squarepeg: Squarepeg, namespace: str, tmp_path: Path) -> None:
     lines = 45
     script = f"i=1; while [ $i -le {lines} ]; do echo line $i; i=$((i+1)); sleep 1; done"
-    process, out, err = _start(squarepeg, tmp_path, "--name", "back", *ON_NODE, "busybox",
+    process, out, err = background.start(squarepeg, tmp_path, "--name", "back", *ON_NODE, "busybox",
                                "sh", "-c", script)
     wait_until(lambda: out.read_bytes().startswith(b"line 1\n"), 120, "the first line")
     # The kubelet down longer than the grace (the node marked lost) and back well within
     # the bound; its containers run on under their shims meanwhile.
     kubesim.ctl("restart-kubelet", "--node", NODE, "--down", str(GRACE * 2))
-    done = _finish(squarepeg, process, out, err, 180)
+    done = background.finish(squarepeg, process, out, err, 180)
     expected = b"".join(b"line %d\n" % i for i in range(1, lines + 1))
     assert (done.code, done.stdout) == (0, expected), done.stderr
     assert done.has_line(f"node {NODE} of pod back stopped answering"), done.stderr
@@ -107,27 +92,15 @@ def test_a_run_whose_node_stops_exits_125_naming_the_node_within_the_bound(
         kubesim: Localkube, squarepeg: Squarepeg, namespace: str, tmp_path: Path) -> None:
     # A Pod, a Job and a kept Pod on the node at once: one stop for all three (the Job's pod
     # has a name of its controller's making, and its own force delete before the Job's).
-    runs = {}
-    for name, mode, *keep in (("lost", "pod"), ("lostjob", "job"), ("kept", "pod", "--keep")):
-        (tmp_path / name).mkdir()
-        runs[name] = _start(squarepeg, tmp_path / name, "--name", name, "--mode", mode,
-                            *keep, *ON_NODE, "busybox", "sh", "-c", "echo up; exec sleep 600")
-    for _, out, _ in runs.values():
-        _wait_for_up(out)
+    runs = background.start_on_node(squarepeg, tmp_path, NODE, (
+        ("lost", "pod"), ("lostjob", "job"), ("kept", "pod", "--keep")))
     began = time.monotonic()
     kubesim.ctl("stop-node", NODE)  # for good: the last test of the module
-    ended = {name: _finish(squarepeg, *run, WITHIN + 60) for name, run in runs.items()}
+    ended = {name: background.finish(squarepeg, *run, WITHIN + 60) for name, run in runs.items()}
     took = time.monotonic() - began
     for name, done in ended.items():
-        pod = f"{name}-" if name == "lostjob" else name  # the Job's pod: lostjob-XXXXX
-        assert done.code == 125, done.stderr
-        assert done.has_line(f"error: node {NODE} of pod {pod}", "stopped answering and did "
-                             f"not come back within {BOUND:g}s", "Ready Unknown",
-                             "container main was last seen running"), done.stderr
-        forced = done.has_line(f"force-deleted pod {pod}", f"its node {NODE} does not answer")
-        assert forced == (name != "kept"), done.stderr
+        background.assert_ended_by_the_lost_node(name, done, NODE, BOUND, forced=name != "kept")
         assert done.has_line("the pod is kept as it was") == (name == "kept"), done.stderr
-        assert done.stdout == b"up\n"
     assert took < WITHIN, f"ended {took:.1f}s after stop-node"
     # Not left Terminating, as a graceful delete would leave them while the node is off.
     wait_until(lambda: not [ref for ref in names(kubesim, namespace) if "/lost" in ref], 30,

@@ -12,7 +12,6 @@ On kubesim they are skipped: it has one simulated node and no node controller.
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Localkube
-from tests.e2e.conftest import Finished, Squarepeg, names, several_nodes, wait_until
+from tests.e2e import background
+from tests.e2e.conftest import Squarepeg, names, several_nodes, wait_until
 
 # The cluster starts within a test's time too: two nodes, then add-node or the grace.
 pytestmark = [pytest.mark.waits_long, pytest.mark.timeout(900)]
@@ -43,22 +43,7 @@ def kubesim(request: pytest.FixtureRequest,
     yield from several_nodes(request, tmp_path_factory, nodes=2, node_grace=None)
 
 
-def _start(squarepeg: Squarepeg, tmp_path: Path,
-           *args: str) -> tuple[subprocess.Popen[bytes], Path, Path]:
-    out, err = tmp_path / "out", tmp_path / "err"
-    with out.open("wb") as sink, err.open("wb") as complaints:
-        process = squarepeg.start("run", *args, stdout=sink, stderr=complaints)
-    return process, out, err
 
-
-def _finish(squarepeg: Squarepeg, process: subprocess.Popen[bytes], out: Path, err: Path,
-            timeout: float) -> Finished:
-    done = squarepeg.finish(process, timeout)
-    return Finished(done.code, out.read_bytes(), err.read_text(errors="replace"))
-
-
-def _wait_for_up(out: Path) -> None:
-    wait_until(lambda: out.read_bytes() == b"up\n", 120, "the container's first line")
 
 
 def _said(err: Path, fragment: str) -> bool:
@@ -72,7 +57,7 @@ def test_a_run_that_fits_no_node_starts_on_the_node_add_node_brings(
     add-node took 6.1, 6.3 and 9.4 s here (the launcher's own `in`: a kubelet and containerd
     started, the images pushed, Ready, a canary pod run; 7.1 to 13.2 s to the test), load
     average near 20 on 2 cores."""
-    process, out, err = _start(
+    process, out, err = background.start(
         squarepeg, tmp_path, "--name", "arrives", "--timeout", str(int(ADD_NODE_SECONDS + 120)),
         "--node-selector", f"kubernetes.io/hostname={NEW_NODE}",
         "busybox", "sh", "-c", "echo arrived on $(hostname); exit 3")
@@ -85,7 +70,7 @@ def test_a_run_that_fits_no_node_starts_on_the_node_add_node_brings(
     assert added.returncode == 0, added.stderr.decode(errors="replace")
     answer = json.loads(added.stdout)
     assert answer["added"] == NEW_NODE, answer
-    done = _finish(squarepeg, process, out, err, 180)
+    done = background.finish(squarepeg, process, out, err, 180)
     assert (done.code, done.stdout) == (3, b"arrived on arrives\n"), done.stderr
     shown = [line for line in done.lines if "FailedScheduling" in line]
     assert len(shown) == 1 and "node affinity/selector" in shown[0], done.stderr
@@ -99,14 +84,8 @@ def test_a_run_that_fits_no_node_starts_on_the_node_add_node_brings(
 def test_a_run_whose_node_stops_exits_125_naming_it_within_the_default_grace_and_bound(
         kubesim: Localkube, squarepeg: Squarepeg, namespace: str, tmp_path: Path) -> None:
     # A Pod and a Job on the node at once: one stop, one wait on the real clock for both.
-    runs = {}
-    for name, mode in (("lost", "pod"), ("lostjob", "job")):
-        (tmp_path / name).mkdir()
-        runs[name] = _start(squarepeg, tmp_path / name, "--name", name, "--mode", mode,
-                            "--node-selector", f"kubernetes.io/hostname={NODE}",
-                            "busybox", "sh", "-c", "echo up; exec sleep 600")
-    for _, out, _ in runs.values():
-        _wait_for_up(out)
+    runs = background.start_on_node(squarepeg, tmp_path, NODE, (("lost", "pod"),
+                                                                 ("lostjob", "job")))
     began = time.monotonic()
     kubesim.ctl("stop-node", NODE)  # for good: the last test of the module
     _, _, lost_err = runs["lost"]
@@ -114,17 +93,10 @@ def test_a_run_whose_node_stops_exits_125_naming_it_within_the_default_grace_and
     wait_until(lambda: _said(lost_err, "stopped answering (the node controller marked"),
                WITHIN, "the run to see its pod marked not ready", interval=0.5)
     marked = time.monotonic() - began
-    ended = {name: _finish(squarepeg, *run, WITHIN) for name, run in runs.items()}
+    ended = {name: background.finish(squarepeg, *run, WITHIN) for name, run in runs.items()}
     took = time.monotonic() - began
     for name, done in ended.items():
-        pod = f"{name}-" if name == "lostjob" else name  # the Job's pod: lostjob-XXXXX
-        assert done.code == 125, done.stderr
-        assert done.has_line(f"error: node {NODE} of pod {pod}", "stopped answering and did "
-                             f"not come back within {BOUND:g}s", "Ready Unknown",
-                             "container main was last seen running"), done.stderr
-        assert done.has_line(f"force-deleted pod {pod}",
-                             f"its node {NODE} does not answer"), done.stderr
-        assert done.stdout == b"up\n"
+        background.assert_ended_by_the_lost_node(name, done, NODE, BOUND)
     # The node controller's grace runs from the lease's last renewal (every 10 s), so the
     # mark comes between GRACE - 10 and GRACE + MONITOR_PERIOD after the stop, slack aside.
     assert GRACE - 10 - 1 < marked < GRACE + MONITOR_PERIOD + 30, f"marked at {marked:.1f}s"
