@@ -121,7 +121,8 @@ def test_attach_dit_in_a_terminal_with_resize_and_ctrl_p_ctrl_q(
 
 @attach_needed
 def test_attach_to_a_terminal_run_needs_a_terminal(squarepeg: Squarepeg) -> None:
-    started = squarepeg("run", "-dit", "--name", "att-nt", "alpine", "sh")
+    started = squarepeg("run", "-dit", "--stop-timeout", "1", "--name", "att-nt", "alpine",
+                        "sh")
     assert started.code == 0, started.stderr
     done = _fed(squarepeg, b"exit 3\n", "attach", "att-nt")
     assert done.code == 125
