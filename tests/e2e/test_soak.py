@@ -11,7 +11,11 @@ On localkube's real kubelet node (the localkube phase): `scripts/soak --cluster 
 restart and one containerd restart, each while runs' containers are running, and one
 eviction through the Eviction API; every run exact (in containerd's line form: no container
 was taken down by a restart) or a failure it reported, the evicted run 125 naming the
-eviction, nothing left. 55 to 100 s in four runs (its own localkube's start included).
+eviction, nothing left. One more outcome is accepted and counted apart: a container that
+ended just as containerd came back keeps its exit code and loses, in the node's own log file,
+what it wrote while containerd was down (CI, 7 December: 8 KB of a run); the soak accepts
+it only when stdout is exactly what that file holds (docs/reliability.md). 55 to 100 s in
+four runs (its own localkube's start included).
 """
 
 from __future__ import annotations
@@ -90,5 +94,8 @@ def test_a_short_soak_on_the_real_node_across_kubelet_and_containerd_restarts() 
                             "at the node", report)
         assert restart and int(restart[1]) >= 1, report
     outcomes = re.search(r"outcomes: exact (\d+), evicted 1, reported failures (\d+), "
-                         r"other 0", report)
-    assert outcomes and int(outcomes[1]) + int(outcomes[2]) == 11, report
+                         r"lost by the runtime (\d+), other 0", report)
+    assert outcomes and sum(int(count) for count in outcomes.groups()) == 11, report
+    # The node's files were read for every run whose output the soak could check against them.
+    kept = re.search(r"node's log files kept: (\d+) of 12 runs", report)
+    assert kept and int(kept[1]) >= int(outcomes[1]), report
