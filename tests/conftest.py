@@ -126,9 +126,9 @@ def pytest_configure(config: pytest.Config) -> None:
                             "each other kubectl (`-m smoke --kubectl 1.27`)")
     config.addinivalue_line("markers", "timing_sensitive: a file of TIMING_SENSITIVE "
                             "(tests/conftest.py), run in one process beside no xdist worker")
-    config.addinivalue_line("markers", "waits_long: mostly waits, for minutes, on a cluster "
-                            "of its own (its clock, its runs); scripts/test runs these as a "
-                            "cell beside the localkube workers")
+    config.addinivalue_line("markers", "waits_long: takes minutes by itself (a node "
+                            "controller's grace, a soak, twenty long runs in a row); "
+                            "scripts/test runs these as a cell beside the localkube workers")
     release = config.getoption("--localkube-release")
     try:
         # Every scripts/localkube the session starts (and tests that read the release's
