@@ -433,7 +433,7 @@ ABANDON_WITH_CHILD = textwrap.dedent(
 # sends the second as soon as the first handler's line is out) is noted by CPython but run
 # only when the main thread next runs Python code; a lock's wait it goes back to is not
 # interrupted for it. One 60 s wait left the second SIGINT unanswered past the test's 30 s
-# (CI, 7 December; by hand 2 hangs in 600 at a load of 6, 0 in 600 with slices).
+# (CI, 7 December; by hand 6 hangs in 1,200 at a load of 6, 0 in 600 with slices).
 
 
 def test_process_abandon_ends_the_kubectl_children(tmp_path: os.PathLike[str]) -> None:
