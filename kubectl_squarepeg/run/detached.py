@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 LIST_SECONDS = 60.0
 LOG_DRAIN_SECONDS = output.LOG_DRAIN_SECONDS
+LOG_DRAIN_LIMIT_SECONDS = output.LOG_DRAIN_LIMIT_SECONDS
 
 
 def _target_of(connection: Any) -> kubectl.Target:
@@ -251,7 +252,8 @@ def logs(
         watch.wait_for_finish(pod_watch, started, stop=lambda: follower.reader_gone)
         if follower.reader_gone:
             return READER_GONE
-        return 0 if follower.finish(LOG_DRAIN_SECONDS) else podstate.RUNNER_FAILED
+        complete = follower.finish(LOG_DRAIN_SECONDS, LOG_DRAIN_LIMIT_SECONDS)
+        return 0 if complete else podstate.RUNNER_FAILED
     finally:
         pod_watch.close()
         kubectl.terminate_all()

@@ -58,6 +58,8 @@ READ_BYTES = 128 * 1024
 # it rotates a container's log at most once in that time: a resume within it meets at most
 # the one rotation that ended the stream before (see "Rotation").
 ROTATION_CHECK_SECONDS = 10.0
+# finish() looks at the output's progress this often while it waits.
+_DRAIN_SLICE = 1.0
 
 
 class LogFollower:
@@ -127,6 +129,7 @@ class LogFollower:
         self._cut = False  # the last stream failed rather than ended (LogDecoder.restart)
         self._ended_at = clock()  # when the last stream ended
         self._written = 0
+        self._progressed_at = clock()  # when output was last written (finish's deadline)
         self._tail = b""  # the end of what was written: its last line, for the cheap check
         self._check: logcheck.Check | None = None  # the cheap check, once the container has ended
         self._write_failure: Exception | None = None
@@ -171,25 +174,48 @@ class LogFollower:
         if node is None:
             self._resume_after_suspension()
 
-    def finish(self, deadline_seconds: float) -> bool:
-        """The container has ended: wait up to `deadline_seconds` for the stream to deliver
-        the rest (reconnecting if it drops). True when everything was written. Called before
-        `start()`, the first request is already a final read (see "Complete")."""
+    def finish(self, quiet_seconds: float, limit_seconds: float | None = None) -> bool:
+        """The container has ended: wait for the stream to deliver the rest (reconnecting if
+        it drops) for as long as it brings new output, giving up once nothing new has come
+        for `quiet_seconds`, or `limit_seconds` after the end in any case. True when
+        everything was written. Called before `start()`, the first request is already a
+        final read (see "Complete").
+
+        A deadline counted from the end alone failed big logs on a small node: its kubelet
+        and API server serve about 35,000 lines a second between them (CPU-bound, about 20
+        microseconds a line each), so a container that wrote 700,000 lines in a second had
+        its output arrive 20 s and more after its end (decision 0425)."""
         with self._lock:
             self._finished = True
             self._changed.notify_all()
         if self._thread.ident is not None:
-            self._thread.join(deadline_seconds)
-            if not self._thread.is_alive() and self._resume_after_suspension():
-                self._thread.join(deadline_seconds)
-            if self._thread.is_alive():
-                late = f"the stream did not end within {deadline_seconds:g}s of the container's end"
+            ended = self._clock()
+            limit = limit_seconds if limit_seconds is not None else float("inf")
+            late = self._drain(ended, ended, quiet_seconds, limit)
+            if late is None and self._resume_after_suspension():
+                late = self._drain(ended, self._clock(), quiet_seconds, limit)
+            if late is not None:
                 if self._last_failure is not None:
                     late += f"; the last drop: {self._last_failure}"
                 self._give_up(late)
                 self.stop()
-                self._thread.join(deadline_seconds)
+                self._thread.join(quiet_seconds)
         return not self.gave_up
+
+    def _drain(self, ended: float, since: float, quiet: float, limit: float) -> str | None:
+        """Wait for the thread while it brings new output; None once it has ended, else why
+        the wait was cut short. Output written counts, not bytes received: a stream that
+        only replays what was written is no progress."""
+        while True:
+            now = self._clock()
+            silent_for = now - max(since, self._progressed_at)
+            if silent_for >= quiet:
+                return f"nothing new came for {quiet:g}s after the container's end"
+            if now - ended >= limit:
+                return f"the stream did not end within {limit:g}s of the container's end"
+            self._thread.join(min(quiet - silent_for, limit - (now - ended), _DRAIN_SLICE))
+            if not self._thread.is_alive():
+                return None
 
     def _resume_after_suspension(self) -> bool:
         """A new round of reconnects for a follower that used its attempts up; False when
@@ -386,6 +412,7 @@ class LogFollower:
             self._write_failure = exc
             return
         self._written += len(data)
+        self._progressed_at = self._clock()
         self._tail = logcheck.keep_tail(self._tail, data)
 
     def _start_check(self) -> None:

@@ -55,13 +55,13 @@ DEFAULT_SILENCE_SECONDS: Final = 120.0
 # after its container ended. That run may learn of the end only when its watch is back from
 # a cut (watch.RETRY_WINDOW_SECONDS, 60 s, plus one pause of at most 3 s): a sweep deleting
 # the pod before that turns the exit code into 125 ("deleted before its container
-# finished"). Then its log stream gets runner.LOG_DRAIN_SECONDS (30 s) to deliver the rest,
-# twice when its reconnects had been used up (logs.LogFollower.finish), and a reconnect
-# finds nothing once the pod is gone; a run that could not read everything then labels the
-# pod to keep it (one kubectl call). That is 123 s and a call; the rest, to 180 s, is for
-# the clock of the machine that sweeps running ahead of the node's that wrote finishedAt,
-# and for a loaded machine. Below the default orphan_sweep_min_age (300 s), so only a lower
-# configured age meets it. tests/unit/test_sweep.py checks it still covers those constants.
+# finished"). Then its log stream gets at most runner.LOG_DRAIN_LIMIT_SECONDS (80 s) to
+# deliver the rest (logs.LogFollower.finish), and a reconnect finds nothing once the pod is
+# gone; a run that could not read everything then labels the pod to keep it (one kubectl
+# call). That is 143 s and a call; the rest, to 180 s, is for the clock of the machine that
+# sweeps running ahead of the node's that wrote finishedAt, and for a loaded machine. Below
+# the default orphan_sweep_min_age (300 s), so only a lower configured age meets it.
+# tests/unit/test_sweep.py checks it still covers those constants.
 FINISHED_FLOOR_SECONDS: Final = 180.0
 # Stuck resources have no floor. A run whose pod is stuck decides on the watch event that
 # shows the fail-fast reason, which arrives before the event of a deletion, and quotes the

@@ -28,8 +28,10 @@ from kubectl_squarepeg.run import podevents, watch
 from kubectl_squarepeg.run.state import RunState
 
 MAIN = podstate.MAIN
-# How long the log stream may take to deliver what the container wrote after it ended.
+# After the container's end, how long the log stream may bring nothing new before the run
+# gives up on the rest, and how long it may take in all (decision 0425).
 LOG_DRAIN_SECONDS = 30.0
+LOG_DRAIN_LIMIT_SECONDS = 80.0
 # How long the end waits for the head check's verdict (two requests of the node's files).
 HEAD_CHECK_SECONDS = 15.0
 # How long an attach may have failed before the container's end explains it; after that,
@@ -173,7 +175,8 @@ def drain(state: RunState, outcome: podstate.Outcome, pod: str) -> None:
         state.terminal.finish(ATTACH_DRAIN_SECONDS)
     if state.logs is not None and outcome.pod_deleted:
         state.logs.pod_is_gone()
-    if state.logs is not None and not state.logs.finish(LOG_DRAIN_SECONDS):
+    complete = state.logs is None or state.logs.finish(LOG_DRAIN_SECONDS, LOG_DRAIN_LIMIT_SECONDS)
+    if not complete:
         # The user's only copy of the rest is the pod's log: it stays (unless
         # someone else deleted it, and the run says so).
         state.keep_for_output = not outcome.pod_deleted

@@ -43,9 +43,13 @@ if TYPE_CHECKING:
     from kubectl_squarepeg.files.upload import Checked
     from kubectl_squarepeg.plan.manifest import Plan
 
-__all__ = ["LOG_DRAIN_SECONDS", "READER_GONE", "execute", "execute_phases", "run_lifecycle"]
+__all__ = [
+    "LOG_DRAIN_LIMIT_SECONDS", "LOG_DRAIN_SECONDS", "READER_GONE", "execute", "execute_phases",
+    "run_lifecycle",
+]
 
 LOG_DRAIN_SECONDS = output.LOG_DRAIN_SECONDS
+LOG_DRAIN_LIMIT_SECONDS = output.LOG_DRAIN_LIMIT_SECONDS
 
 
 def dry_run_server(plan: Plan, connection: Connection, console: Console) -> int:

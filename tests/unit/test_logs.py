@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -455,10 +456,7 @@ def test_after_the_end_the_follower_retries_until_the_deadline_then_gives_up() -
         "squarepeg: the log stream of pod p dropped (unexpected EOF); will retry in 0.004s "
         "(attempt 6; the container has ended: until the drain deadline)\n"
     )
-    reason = (
-        "the stream did not end within 0.5s of the container's end; "
-        "the last drop: unexpected EOF"
-    )
+    reason = "nothing new came for 0.5s after the container's end; the last drop: unexpected EOF"
     assert err.getvalue().startswith(rounds + SUSPENDED.format("unexpected EOF") + rounds + beyond)
     assert err.getvalue().endswith(GIVE_UP.format(reason))
     assert (logs.gave_up, logs.error) == (True, reason)
@@ -578,8 +576,84 @@ def test_finish_deadline_stops_the_stream_and_says_output_may_be_incomplete() ->
     assert logs.finish(0.3) is False
     assert fake.streams[0].terminated.is_set()
     assert logs.join(0) is True
-    reason = "the stream did not end within 0.3s of the container's end"
+    reason = "nothing new came for 0.3s after the container's end"
     assert err.getvalue() == GIVE_UP.format(reason)
+
+
+class TricklingStream(FakeStream):
+    """Ends cleanly (0) once its lines are sent, or killed (-15) when terminated first."""
+
+    def __init__(self) -> None:
+        super().__init__(Script(code=None))
+        self.ended = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        if not self.ended.wait(timeout):
+            return None
+        return -15 if self.terminated.is_set() else 0
+
+    def terminate(self) -> None:
+        self.terminated.set()
+        self.ended.set()
+
+
+class TricklingKubectl:
+    """A log stream that goes on bringing a new line every `every` seconds, `lines` of them
+    (None: for ever), then ends cleanly: a big log served slowly after the container's end.
+    The plain read that follows brings nothing newer."""
+
+    def __init__(self, lines: int | None, every: float) -> None:
+        self.lines, self.every = lines, every
+        self.streams: list[FakeStream] = []
+
+    def __call__(self, args: Sequence[str], on_stdout: Callable[[bytes], None]) -> FakeStream:
+        if self.streams:
+            stream: FakeStream = FakeStream(Script(code=0))
+            self.streams.append(stream)
+            return stream
+        trickling = TricklingStream()
+        self.streams.append(trickling)
+
+        def trickle() -> None:
+            sent = 0
+            while self.lines is None or sent < self.lines:
+                if trickling.terminated.wait(self.every):
+                    return
+                on_stdout(ts(sent // 1000, sent % 1000 + 1) + b" line %d\n" % sent)
+                sent += 1
+            trickling.ended.set()
+
+        threading.Thread(target=trickle, daemon=True).start()
+        return trickling
+
+
+def trickled(lines: int) -> bytes:
+    return b"".join(b"line %d\n" % n for n in range(lines))
+
+
+def test_finish_waits_past_the_quiet_time_while_new_output_comes() -> None:
+    # 25 lines, 0.1 s apart: 2.5 s in all, two and a half times the quiet time.
+    fake = TricklingKubectl(lines=25, every=0.1)
+    out, err = io.BytesIO(), io.StringIO()
+    logs = LogFollower(TARGET, "p", "main", out, Console(err), backoff=FAST, start=fake)
+    logs.start()
+    assert logs.finish(1.0, 30.0) is True
+    assert out.getvalue() == trickled(25)
+    assert (logs.gave_up, err.getvalue()) == (False, "")
+
+
+def test_finish_gives_up_at_the_limit_even_while_output_comes() -> None:
+    fake = TricklingKubectl(lines=None, every=0.02)
+    out, err = io.BytesIO(), io.StringIO()
+    logs = LogFollower(TARGET, "p", "main", out, Console(err), backoff=FAST, start=fake)
+    logs.start()
+    began = time.monotonic()
+    assert logs.finish(0.3, 0.8) is False
+    assert 0.8 <= time.monotonic() - began < 5.0
+    assert fake.streams[0].terminated.is_set()
+    reason = "the stream did not end within 0.8s of the container's end"
+    assert err.getvalue() == GIVE_UP.format(reason)
+    assert out.getvalue().startswith(trickled(5))
 
 
 class BrokenOut(io.BytesIO):

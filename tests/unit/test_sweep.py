@@ -313,11 +313,11 @@ def test_stuck_resources_have_no_floor() -> None:
 
 def test_the_floor_covers_what_a_live_run_needs_after_its_container_ended() -> None:
     # The run learns of the end once its watch is back (a retry window and one pause), then
-    # drains its log stream for up to twice LOG_DRAIN_SECONDS (LogFollower.finish): the floor
+    # drains its log stream for up to LOG_DRAIN_LIMIT_SECONDS (LogFollower.finish): the floor
     # must leave room beyond that for clock skew and a loaded machine, and stay under the
     # default orphan_sweep_min_age so that only a lower configured age meets it.
     pause = 3.0  # watch.py's longest pause between two attempts
-    needed = watch.RETRY_WINDOW_SECONDS + pause + 2 * runner.LOG_DRAIN_SECONDS
+    needed = watch.RETRY_WINDOW_SECONDS + pause + runner.LOG_DRAIN_LIMIT_SECONDS
     assert needed + 30 <= FLOOR < DEFAULTS["orphan_sweep_min_age"]
 
 
