@@ -130,6 +130,10 @@ class LogFollower:
         self._ended_at = clock()  # when the last stream ended
         self._written = 0
         self._progressed_at = clock()  # when output was last written (finish's deadline)
+        # Time spent in writes to `out`, and when the one under way began: a slow reader's
+        # pace, which finish's deadline does not count against the stream.
+        self._blocked_seconds = 0.0
+        self._writing_since: float | None = None
         self._tail = b""  # the end of what was written: its last line, for the cheap check
         self._check: logcheck.Check | None = None  # the cheap check, once the container has ended
         self._write_failure: Exception | None = None
@@ -205,15 +209,22 @@ class LogFollower:
     def _drain(self, ended: float, since: float, quiet: float, limit: float) -> str | None:
         """Wait for the thread while it brings new output; None once it has ended, else why
         the wait was cut short. Output written counts, not bytes received: a stream that
-        only replays what was written is no progress."""
+        only replays what was written is no progress. Time spent blocked on stdout counts
+        for neither limit: a slow reader (`| less`) sets the pace then, not the stream."""
+        blocked_before = self._blocked_seconds
         while True:
             now = self._clock()
-            silent_for = now - max(since, self._progressed_at)
+            writing = self._writing_since
+            blocked = self._blocked_seconds - blocked_before
+            if writing is not None:
+                blocked += now - max(writing, ended)
+            silent_for = 0.0 if writing is not None else now - max(since, self._progressed_at)
             if silent_for >= quiet:
                 return f"nothing new came for {quiet:g}s after the container's end"
-            if now - ended >= limit:
+            spent = now - ended - blocked
+            if spent >= limit:
                 return f"the stream did not end within {limit:g}s of the container's end"
-            self._thread.join(min(quiet - silent_for, limit - (now - ended), _DRAIN_SLICE))
+            self._thread.join(min(quiet - silent_for, limit - spent, _DRAIN_SLICE))
             if not self._thread.is_alive():
                 return None
 
@@ -405,12 +416,16 @@ class LogFollower:
     def _write(self, data: bytes) -> None:
         if not data:
             return
+        began = self._writing_since = self._clock()
         try:
             self._out.write(data)
             self._out.flush()
         except (OSError, ValueError) as exc:
             self._write_failure = exc
             return
+        finally:
+            self._writing_since = None
+            self._blocked_seconds += self._clock() - began
         self._written += len(data)
         self._progressed_at = self._clock()
         self._tail = logcheck.keep_tail(self._tail, data)

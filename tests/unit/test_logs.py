@@ -642,6 +642,29 @@ def test_finish_waits_past_the_quiet_time_while_new_output_comes() -> None:
     assert (logs.gave_up, err.getvalue()) == (False, "")
 
 
+class SlowReaderOut(io.BytesIO):
+    """stdout read slowly (`| less`): every write blocks for `seconds`."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+
+    def write(self, data: object) -> int:
+        threading.Event().wait(self.seconds)
+        return super().write(data)  # type: ignore[arg-type]
+
+
+def test_time_blocked_on_a_slow_reader_counts_for_neither_limit() -> None:
+    # Each write blocks longer than the quiet time, and all of them longer than the limit.
+    fake = TricklingKubectl(lines=6, every=0.01)
+    out, err = SlowReaderOut(0.4), io.StringIO()
+    logs = LogFollower(TARGET, "p", "main", out, Console(err), backoff=FAST, start=fake)
+    logs.start()
+    assert logs.finish(0.3, 1.0) is True
+    assert out.getvalue() == trickled(6)
+    assert (logs.gave_up, err.getvalue()) == (False, "")
+
+
 def test_finish_gives_up_at_the_limit_even_while_output_comes() -> None:
     fake = TricklingKubectl(lines=None, every=0.02)
     out, err = io.BytesIO(), io.StringIO()
