@@ -1,17 +1,21 @@
-"""The soak's judgment of a run on the real node (scripts/soak): what the node's CRI log file
-holds, and when a run's short output is containerd's loss rather than squarepeg's. The runs
-themselves are tests/e2e/test_soak.py's."""
+"""The soak's judgment of a run on the real node (scripts/soak): what the node's CRI log files
+hold (tests/localkube/nodelogs.py), and when a run's short output is containerd's loss rather
+than squarepeg's. The runs themselves are tests/e2e/test_soak.py's."""
 
 from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.helpers import wait_until
+from tests.localkube.nodelogs import NodeLogKeeper, cri_log_output
 
 SOAK = Path(__file__).resolve().parents[2] / "scripts" / "soak"
 
@@ -30,13 +34,42 @@ def soak() -> Iterator[ModuleType]:
         del sys.modules["soak_script"]
 
 
-def test_a_cri_log_file_gives_the_output_with_split_lines_joined(soak: ModuleType) -> None:
+def test_a_cri_log_file_gives_the_output_with_split_lines_joined() -> None:
     log = (b"2026-12-07T15:27:45.1Z stdout F one\n"
            b"2026-12-07T15:27:45.2Z stderr P par\n"
            b"2026-12-07T15:27:45.3Z stderr F tial\n"
            b"2026-12-07T15:27:45.4Z stdout F \n"
            b"2026-12-07T15:27:45.5Z stdout F \xff\x00 bytes\r\n")
-    assert soak.cri_log_output(log) == b"one\npartial\n\n\xff\x00 bytes\r\n"
+    assert cri_log_output(log) == b"one\npartial\n\n\xff\x00 bytes\r\n"
+
+
+def test_the_keeper_keeps_every_file_of_a_pod_across_a_rotation(tmp_path: Path) -> None:
+    node = tmp_path / "node"
+    logs = node / "var-log" / "pods" / "ns_pod-a_uid-1" / "main"
+    logs.mkdir(parents=True)
+    current = logs / "0.log"
+    current.write_bytes(b"2026-12-07T15:27:45.1Z stdout F one\n")
+    nodes = json.dumps({"nodes": [{"stateDirectory": str(node)}]})
+    keeper = NodeLogKeeper(lambda *args: nodes, "ns", tmp_path / "kept")
+    try:
+        wait_until(lambda: keeper.output("pod-a") is not None, 10, "the first file kept")
+        # The kubelet renames the file; containerd writes on to it until it reopens.
+        rotated = logs / "0.log.20261207-152746"
+        current.rename(rotated)
+        with rotated.open("ab") as old:
+            old.write(b"2026-12-07T15:27:45.2Z stdout F two\n")
+        current.write_bytes(b"2026-12-07T15:27:46.1Z stdout P thr\n")
+        wait_until(lambda: keeper.output("pod-a") == b"one\ntwo\nthr", 10, "both files")
+        # The kubelet removes the rotated file and, with the pod, the current one.
+        rotated.unlink()
+        with current.open("ab") as new:
+            new.write(b"2026-12-07T15:27:46.2Z stdout F ee\n")
+        current.unlink()
+        assert keeper.output("pod-a") == b"one\ntwo\nthree\n"
+        assert keeper.output("pod-b") is None
+    finally:
+        keeper.close()
+    assert keeper.problem is None
 
 
 def _run(soak: ModuleType, stdout: bytes, *, code: int | None = None) -> object:
