@@ -16,10 +16,10 @@ moment), 10 runs of 32 MB of base64 in 132 s. In the evening, at a load average 
 A short output with exit 0 is judged against the node's own files (tests/localkube/
 nodelogs.py): exactly what they hold is the runtime's loss, anything else squarepeg's. The
 fresh-clone CI of 7 December had one run of 20 end at 4,558,848 bytes with exit 0 and no
-word (a multiple of 4096, one byte into line 667137); by hand that evening, with the drain
-of decision 0425, 3 of 3 exact on a quiet machine and 20 of 20 at a load of 14 to 18, so
-its cause is still open: the next one says where its output departs and what the node
-kept."""
+word (a multiple of 4096; were its loss at the end, one byte into line 667137); by hand
+that evening, with the drain of decision 0425, 3 of 3 exact on a quiet machine and 20 of 20
+at a load of 14 to 18, so its cause is still open: the next one says where its output
+departs and what the node kept."""
 
 from __future__ import annotations
 
