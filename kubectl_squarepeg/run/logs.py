@@ -193,11 +193,11 @@ class LogFollower:
             self._finished = True
             self._changed.notify_all()
         if self._thread.ident is not None:
-            ended = self._clock()
+            ended, blocked_before = self._clock(), self._blocked_seconds
             limit = limit_seconds if limit_seconds is not None else float("inf")
-            late = self._drain(ended, ended, quiet_seconds, limit)
+            late = self._drain(ended, ended, blocked_before, quiet_seconds, limit)
             if late is None and self._resume_after_suspension():
-                late = self._drain(ended, self._clock(), quiet_seconds, limit)
+                late = self._drain(ended, self._clock(), blocked_before, quiet_seconds, limit)
             if late is not None:
                 if self._last_failure is not None:
                     late += f"; the last drop: {self._last_failure}"
@@ -206,12 +206,13 @@ class LogFollower:
                 self._thread.join(quiet_seconds)
         return not self.gave_up
 
-    def _drain(self, ended: float, since: float, quiet: float, limit: float) -> str | None:
+    def _drain(self, ended: float, since: float, blocked_before: float, quiet: float,
+               limit: float) -> str | None:
         """Wait for the thread while it brings new output; None once it has ended, else why
         the wait was cut short. Output written counts, not bytes received: a stream that
-        only replays what was written is no progress. Time spent blocked on stdout counts
-        for neither limit: a slow reader (`| less`) sets the pace then, not the stream."""
-        blocked_before = self._blocked_seconds
+        only replays what was written is no progress. Time spent blocked on stdout since the
+        end (`_blocked_seconds` beyond `blocked_before`) counts for neither limit: a slow
+        reader (`| less`) sets the pace then, not the stream."""
         while True:
             now = self._clock()
             writing = self._writing_since
@@ -424,10 +425,12 @@ class LogFollower:
             self._write_failure = exc
             return
         finally:
+            # Progress first: finish() must never see the write over and the progress not
+            # yet counted (after a long blocked write it would take the stream for silent).
+            self._progressed_at = now = self._clock()
+            self._blocked_seconds += now - began
             self._writing_since = None
-            self._blocked_seconds += self._clock() - began
         self._written += len(data)
-        self._progressed_at = self._clock()
         self._tail = logcheck.keep_tail(self._tail, data)
 
     def _start_check(self) -> None:
