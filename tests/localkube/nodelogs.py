@@ -4,10 +4,13 @@ containerd can lose output that the log API never shows missing (docs/output.md:
 of containerd, decision 0423). To tell such a loss from squarepeg's, a test compares a run's
 stdout with the node's CRI log files of its pod. The kubelet removes those files with the
 pod, and renames the current one at every rotation (containerd then opens a new one), so
-`NodeLogKeeper` hard-links every `0.log` of a namespace's pods as each appears, by inode:
+`NodeLogKeeper` hard-links every `N.log` of a namespace's pods as each appears, by inode:
 the links keep what containerd wrote to each file, up to its last write, whatever the
-kubelet renames, compresses or removes. Only for localkube's kubelet nodes, whose state
-directories are on this machine.
+kubelet renames, compresses or removes. N is the container's attempt: a container created
+but not started when the kubelet restarted is created again by the new kubelet, as attempt
+1, and writes `1.log` (a soak's exact run whose kept `0.log` was empty, in CI and by hand
+on 7 December). Only for localkube's kubelet nodes, whose state directories are on this
+machine.
 """
 
 from __future__ import annotations
@@ -56,12 +59,22 @@ class NodeLogKeeper:
         self.problem: str | None = None
         self._seen: dict[str, list[int]] = {}  # pod: the inodes of its files, in order
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="node-logs", daemon=True)
-        self._thread.start()
+        # Asked here, before the runs begin, and then on a thread of its own: `ctl nodes`
+        # can take a minute while the API server restarts (the soak's ctl retries it), and a
+        # look that waited for it missed a pod's new file (CI, 7 December: an exact run's
+        # kept file was empty, its output in a later inode of the same path).
+        self._dirs = pod_log_dirs(ctl)
+        self._threads = [
+            threading.Thread(target=self._loop, name="node-logs", daemon=True),
+            threading.Thread(target=self._ask_for_nodes, name="node-logs-nodes", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def close(self) -> None:
         self._stop.set()
-        self._thread.join(30)
+        for thread in self._threads:
+            thread.join(30)
 
     def output(self, pod: str) -> bytes | None:
         """What the node's files hold of `pod`'s output, oldest file first (stdout and stderr
@@ -72,21 +85,19 @@ class NodeLogKeeper:
         return b"".join(cri_log_output((self.kept / f"{pod}.{inode}.log").read_bytes())
                         for inode in inodes)
 
+    def _ask_for_nodes(self) -> None:
+        """The nodes' directories again now and then: a node added meanwhile."""
+        while not self._stop.wait(NODES_SECONDS):
+            with contextlib.suppress(RuntimeError, ValueError, KeyError):
+                self._dirs = pod_log_dirs(self._ctl)
+
     def _loop(self) -> None:
-        dirs: list[Path] = []
-        asked = -NODES_SECONDS
-        clock = 0.0
         while not self._stop.is_set():
-            if clock - asked >= NODES_SECONDS:
-                with contextlib.suppress(RuntimeError, ValueError, KeyError):
-                    dirs = pod_log_dirs(self._ctl)
-                asked = clock
-            for pods in dirs:
-                for log in pods.glob(f"{self._namespace}_*/main/0.log"):
+            for pods in self._dirs:
+                for log in pods.glob(f"{self._namespace}_*/main/*.log"):
                     if not self._keep(log):
                         return
             self._stop.wait(POLL_SECONDS)
-            clock += POLL_SECONDS
 
     def _keep(self, log: Path) -> bool:
         """Link `log` if its inode is new; False once keeping has failed for good."""

@@ -72,6 +72,23 @@ def test_the_keeper_keeps_every_file_of_a_pod_across_a_rotation(tmp_path: Path) 
     assert keeper.problem is None
 
 
+def test_the_keeper_keeps_a_second_attempts_file(tmp_path: Path) -> None:
+    # A container created but not started when the kubelet restarted is created again as
+    # attempt 1: the pod's output is in 1.log, and 0.log stays empty.
+    node = tmp_path / "node"
+    logs = node / "var-log" / "pods" / "ns_pod-a_uid-1" / "main"
+    logs.mkdir(parents=True)
+    (logs / "0.log").write_bytes(b"")
+    nodes = json.dumps({"nodes": [{"stateDirectory": str(node)}]})
+    keeper = NodeLogKeeper(lambda *args: nodes, "ns", tmp_path / "kept")
+    try:
+        wait_until(lambda: keeper.output("pod-a") == b"", 10, "the empty first file kept")
+        (logs / "1.log").write_bytes(b"2026-12-07T15:27:45.1Z stdout F one\n")
+        wait_until(lambda: keeper.output("pod-a") == b"one\n", 10, "the second attempt's file")
+    finally:
+        keeper.close()
+
+
 def _run(soak: ModuleType, stdout: bytes, *, code: int | None = None) -> object:
     run = soak.Run(9, "soak-9", began=100.0, ended=130.0)
     run.code = soak.exit_code(9) if code is None else code
