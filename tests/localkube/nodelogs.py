@@ -60,9 +60,8 @@ class NodeLogKeeper:
         self._seen: dict[str, list[int]] = {}  # pod: the inodes of its files, in order
         self._stop = threading.Event()
         # Asked here, before the runs begin, and then on a thread of its own: `ctl nodes`
-        # can take a minute while the API server restarts (the soak's ctl retries it), and a
-        # look that waited for it missed a pod's new file (CI, 7 December: an exact run's
-        # kept file was empty, its output in a later inode of the same path).
+        # waits while the launcher carries out a fault, and the soak's ctl retries it for up
+        # to a minute while the API server restarts; the looks at the files must not wait.
         self._dirs = pod_log_dirs(ctl)
         self._threads = [
             threading.Thread(target=self._loop, name="node-logs", daemon=True),
